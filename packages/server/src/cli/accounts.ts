@@ -1,0 +1,113 @@
+import { parseArgs } from 'node:util';
+import { isCredential, isUuid } from '../domain/formats.js';
+import { allowlistEntryProblem } from '../domain/ip-allowlist.js';
+import type { Account } from '../domain/records.js';
+import { createAccount, rotateSecret } from '../operations/accounts.js';
+import type { Store } from '../store/store.js';
+import { openDatabase } from './database.js';
+import { configFlags, EXIT, UsageError } from './options.js';
+
+export const ACCOUNTS_USAGE = `waybill accounts create --name NAME [--ip-whitelist a,b/24] [--dlr-query-enabled true|false]
+                        [--balance N] [--credit-limit N] [--callback-url URL]
+waybill accounts show <id|key>
+waybill accounts rotate-secret <id|key>
+  Work directly on the database (DATABASE_URL, WAYBILL_PEPPER); output is JSON. A running server's in-memory
+  lockout of the key is cleared only by rotating through the operator API.`;
+
+const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+
+async function findAccount(store: Store, ref: string): Promise<Account | null> {
+  if (isUuid(ref)) return store.getAccount(ref.toLowerCase());
+  if (isCredential(ref)) return store.getAccountByKey(ref).then((a) => (a ? stripSecret(a) : null));
+  throw new UsageError(`"${ref}" is neither an account id (UUID) nor a key`);
+}
+
+function stripSecret(account: Account & { secretHash?: Buffer }): Account {
+  const { secretHash: _ignored, ...rest } = account;
+  return rest;
+}
+
+function numberFlag(name: string, raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isFinite(n)) throw new UsageError(`--${name} takes a number`);
+  return n;
+}
+
+export async function accountsCommand(args: string[]): Promise<number> {
+  const [action, ...rest] = args;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      ...configFlags,
+      name: { type: 'string' },
+      'ip-whitelist': { type: 'string' },
+      'dlr-query-enabled': { type: 'string' },
+      balance: { type: 'string' },
+      'credit-limit': { type: 'string' },
+      'callback-url': { type: 'string' },
+    },
+  });
+  if (action === 'create') {
+    if (!values.name) throw new UsageError('accounts create needs --name');
+    const ipWhitelist = (values['ip-whitelist'] ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
+    for (const entry of ipWhitelist) {
+      const problem = allowlistEntryProblem(entry);
+      if (problem) throw new UsageError(`--ip-whitelist: ${problem}`);
+    }
+    const flag = values['dlr-query-enabled'];
+    if (flag !== undefined && flag !== 'true' && flag !== 'false')
+      throw new UsageError('--dlr-query-enabled is true or false');
+    const balance = numberFlag('balance', values.balance);
+    const creditLimit = numberFlag('credit-limit', values['credit-limit']);
+    const { store, pepper } = await openDatabase(values);
+    try {
+      const created = await createAccount(
+        store,
+        pepper.value,
+        {
+          name: values.name,
+          ipWhitelist,
+          ...(flag !== undefined ? { dlrQueryEnabled: flag === 'true' } : {}),
+          ...(balance !== undefined ? { balance } : {}),
+          ...(creditLimit !== undefined ? { creditLimit } : {}),
+          ...(values['callback-url'] !== undefined ? { callbackUrl: values['callback-url'] } : {}),
+        },
+        new Date(),
+      );
+      print({ ...created.account, secret: created.secret, callbackSecret: created.callbackSecret });
+      return EXIT.ok;
+    } finally {
+      await store.close();
+    }
+  }
+  if (action === 'show' || action === 'rotate-secret') {
+    const ref = positionals[0];
+    if (!ref || positionals.length > 1)
+      throw new UsageError(`accounts ${action} takes one account id or key`);
+    const { store, pepper } = await openDatabase(values);
+    try {
+      const account = await findAccount(store, ref);
+      if (!account) {
+        process.stderr.write(`no account ${ref}\n`);
+        return EXIT.apiError;
+      }
+      if (action === 'show') {
+        print(account);
+        return EXIT.ok;
+      }
+      const rotated = await rotateSecret(store, pepper.value, account.id);
+      if (!rotated) return EXIT.apiError;
+      print({ ...rotated.account, secret: rotated.secret });
+      return EXIT.ok;
+    } finally {
+      await store.close();
+    }
+  }
+  throw new UsageError(action ? `unknown accounts action "${action}"` : 'accounts needs an action');
+}

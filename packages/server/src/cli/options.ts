@@ -1,0 +1,27 @@
+import { type Config, ENV_NAMES, type Source } from '../config.js';
+
+/** `--database-url` for `databaseUrl`: every variable of CONTRACT §7 has a flag, and a flag beats its variable. */
+export const flagName = (field: string): string => field.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+/** parseArgs options for every configuration flag (all take a string value). */
+export const configFlags = Object.fromEntries(
+  Object.keys(ENV_NAMES).map((field) => [flagName(field), { type: 'string' as const }]),
+);
+
+/** The environment with the given flags laid over it, keyed by variable name (input of loadConfig). */
+export function configSource(env: NodeJS.ProcessEnv, values: Record<string, unknown>): Source {
+  const source: Record<string, string | undefined> = { ...env };
+  for (const [field, variable] of Object.entries(ENV_NAMES) as [keyof Config, string][]) {
+    const value = values[flagName(field)];
+    if (typeof value === 'string') source[variable] = value;
+  }
+  return source;
+}
+
+/** Exit codes of every command (CONTRACT §8). */
+export const EXIT = { ok: 0, apiError: 1, usage: 2, unreachable: 3 } as const;
+
+/** A wrong command line: printed with the command's usage, exit code 2. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}

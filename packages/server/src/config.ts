@@ -1,0 +1,155 @@
+/** Environment (and CLI flags) → one frozen, typed configuration. CONTRACT §7 is the reference. */
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export interface Config {
+  /** `sqlite:<path>`, `sqlite::memory:` or `postgres://…`. @default 'sqlite:./data/waybill.db' */
+  databaseUrl: string;
+  /** PostgreSQL read replica for the query endpoints. @default null (reads go to the primary) */
+  databaseReadUrl: string | null;
+  /** @default '127.0.0.1' */
+  host: string;
+  /** @default 8080 */
+  port: number;
+  /** Enables `/admin/v1` when set. @default null */
+  adminToken: string | null;
+  /** Server key that hashes secrets and signs cursors. @default null (generated into a 0600 file) */
+  pepper: string | null;
+  /** Fastify `trustProxy`: whose `X-Forwarded-For` to believe. @default false */
+  trustProxy: boolean | number | string[];
+  /** The date sent in `Deprecation` on the v1 endpoint. @default 2026-01-01T00:00:00Z */
+  v1Deprecated: Date;
+  /** From this instant the v1 endpoint answers 410. @default 2027-01-01T00:00:00Z */
+  v1Sunset: Date;
+  /** Shared rate-limit and lockout counters for several instances. @default null (in-process) */
+  redisUrl: string | null;
+  /** Per-account token bucket refill; 0 turns rate limiting off. @default 50 */
+  ratePerSecond: number;
+  /** Per-account token bucket size. @default 100 */
+  rateBurst: number;
+  /** Failed secrets within the lockout window before a key locks. @default 10 */
+  lockoutFailures: number;
+  /** Lockout window and duration, in seconds. @default 900 */
+  lockoutSeconds: number;
+  /** @default 'info' */
+  logLevel: LogLevel;
+  /** One log line per request. @default true */
+  accessLog: boolean;
+  /** SQLite page cache in MiB. @default 256 */
+  sqliteCacheMb: number;
+  /** @default 10 */
+  pgPoolSize: number;
+  /** @default 5000 */
+  pgStatementTimeoutMs: number;
+}
+
+/** A configuration value that cannot be used; the message names the variable. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** The variables of CONTRACT §7, by the Config field they set. */
+export const ENV_NAMES: Record<keyof Config, string> = {
+  databaseUrl: 'DATABASE_URL',
+  databaseReadUrl: 'DATABASE_READ_URL',
+  host: 'HOST',
+  port: 'PORT',
+  adminToken: 'WAYBILL_ADMIN_TOKEN',
+  pepper: 'WAYBILL_PEPPER',
+  trustProxy: 'WAYBILL_TRUST_PROXY',
+  v1Deprecated: 'WAYBILL_V1_DEPRECATED',
+  v1Sunset: 'WAYBILL_V1_SUNSET',
+  redisUrl: 'REDIS_URL',
+  ratePerSecond: 'WAYBILL_RATE_PER_SECOND',
+  rateBurst: 'WAYBILL_RATE_BURST',
+  lockoutFailures: 'WAYBILL_LOCKOUT_FAILURES',
+  lockoutSeconds: 'WAYBILL_LOCKOUT_SECONDS',
+  logLevel: 'WAYBILL_LOG_LEVEL',
+  accessLog: 'WAYBILL_ACCESS_LOG',
+  sqliteCacheMb: 'WAYBILL_SQLITE_CACHE_MB',
+  pgPoolSize: 'WAYBILL_PG_POOL_SIZE',
+  pgStatementTimeoutMs: 'WAYBILL_PG_STATEMENT_TIMEOUT_MS',
+};
+
+/** Raw string values by variable name: the environment, with CLI flags already laid over it. */
+export type Source = Readonly<Record<string, string | undefined>>;
+
+/** Reads the configuration; every bad value throws a {@link ConfigError} naming its variable. */
+export function loadConfig(source: Source): Readonly<Config> {
+  const read = (field: keyof Config): string | undefined => {
+    const value = source[ENV_NAMES[field]]?.trim();
+    return value === '' ? undefined : value;
+  };
+  const int = (field: keyof Config, fallback: number, min: number, max: number): number => {
+    const raw = read(field);
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      throw new ConfigError(`${ENV_NAMES[field]} must be an integer from ${min} to ${max}, got "${raw}"`);
+    }
+    return n;
+  };
+  const number = (field: keyof Config, fallback: number): number => {
+    const raw = read(field);
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!Number.isFinite(n) || n < 0)
+      throw new ConfigError(`${ENV_NAMES[field]} must be a number >= 0, got "${raw}"`);
+    return n;
+  };
+  const date = (field: keyof Config, fallback: string): Date => {
+    const raw = read(field) ?? fallback;
+    const d = new Date(raw);
+    if (Number.isNaN(d.getTime()))
+      throw new ConfigError(`${ENV_NAMES[field]} must be an RFC 3339 date, got "${raw}"`);
+    return d;
+  };
+  const databaseUrl = read('databaseUrl') ?? 'sqlite:./data/waybill.db';
+  if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must be sqlite:<path>, sqlite::memory: or postgres://…');
+  }
+  const logLevel = read('logLevel') ?? 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new ConfigError(`WAYBILL_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+  const accessLog = read('accessLog') ?? 'on';
+  if (!['on', 'off', 'true', 'false', '1', '0'].includes(accessLog)) {
+    throw new ConfigError('WAYBILL_ACCESS_LOG must be on or off');
+  }
+  const pepper = read('pepper') ?? null;
+  if (pepper !== null && pepper.length < 16)
+    throw new ConfigError('WAYBILL_PEPPER must be at least 16 characters');
+  const config: Config = {
+    databaseUrl,
+    databaseReadUrl: read('databaseReadUrl') ?? null,
+    host: read('host') ?? '127.0.0.1',
+    port: int('port', 8080, 0, 65535),
+    adminToken: read('adminToken') ?? null,
+    pepper,
+    trustProxy: parseTrustProxy(read('trustProxy')),
+    v1Deprecated: date('v1Deprecated', '2026-01-01T00:00:00Z'),
+    v1Sunset: date('v1Sunset', '2027-01-01T00:00:00Z'),
+    redisUrl: read('redisUrl') ?? null,
+    ratePerSecond: number('ratePerSecond', 50),
+    rateBurst: int('rateBurst', 100, 1, 1_000_000),
+    lockoutFailures: int('lockoutFailures', 10, 1, 1_000_000),
+    lockoutSeconds: int('lockoutSeconds', 900, 1, 31_536_000),
+    logLevel: logLevel as LogLevel,
+    accessLog: ['on', 'true', '1'].includes(accessLog),
+    sqliteCacheMb: int('sqliteCacheMb', 256, 1, 1_048_576),
+    pgPoolSize: int('pgPoolSize', 10, 1, 10_000),
+    pgStatementTimeoutMs: int('pgStatementTimeoutMs', 5000, 0, 86_400_000),
+  };
+  return Object.freeze(config);
+}
+
+function parseTrustProxy(raw: string | undefined): boolean | number | string[] {
+  if (raw === undefined || raw === 'false' || raw === 'off') return false;
+  if (raw === 'true' || raw === 'on') return true;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}

@@ -1,0 +1,23 @@
+import type { Config } from './config.js';
+import type { Limits } from './limits/limits.js';
+import type { Store } from './store/store.js';
+
+/** What routes and plugins share: built once by `buildApp` and passed to each as plugin options. */
+export interface AppContext {
+  config: Readonly<Config>;
+  store: Store;
+  limits: Limits;
+  /** Server key: hashes API secrets and signs cursors. */
+  pepper: Buffer;
+  /** The clock, injectable so tests can move past a sunset or a lockout without waiting. */
+  now: () => Date;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** `dlr`: failures use the spec's `{code, descr}` body; otherwise RFC 9457 problem bodies. */
+    errorStyle?: 'dlr' | 'problem';
+    /** The deprecated v1 endpoint: every response carries Deprecation, Sunset and Link. */
+    deprecatedV1?: boolean;
+  }
+}

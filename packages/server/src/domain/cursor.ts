@@ -1,0 +1,52 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { Position } from './records.js';
+
+/**
+ * What a cursor is bound to: replaying it with another account, contact, channel or campaign filter fails.
+ * The page size is deliberately not part of it, nor the endpoint (a v1 cursor works on /messages).
+ */
+export interface CursorBinding {
+  accountId: string;
+  contactId: string | null;
+  channel: string | null;
+  campaignId: string | null;
+}
+
+const MAC_BYTES = 16;
+
+function mac(key: Buffer, payload: string, binding: CursorBinding): Buffer {
+  return createHmac('sha256', key)
+    .update('waybill.cursor.v1\0')
+    .update(payload)
+    .update('\0')
+    .update(JSON.stringify([binding.accountId, binding.contactId, binding.channel, binding.campaignId]))
+    .digest()
+    .subarray(0, MAC_BYTES);
+}
+
+/** An opaque token `<base64url position>.<base64url mac>`; the binding is signed but not carried. */
+export function encodeCursor(key: Buffer, position: Position, binding: CursorBinding): string {
+  const payload = Buffer.from(
+    JSON.stringify([position.createdAt.getTime(), position.id, position.channelUserId]),
+  ).toString('base64url');
+  return `${payload}.${mac(key, payload, binding).toString('base64url')}`;
+}
+
+/** The position a cursor points at, or null when it was altered, forged or replayed under another binding. */
+export function decodeCursor(key: Buffer, token: string, binding: CursorBinding): Position | null {
+  const dot = token.indexOf('.');
+  if (dot <= 0 || token.length > 512) return null;
+  const payload = token.slice(0, dot);
+  const given = Buffer.from(token.slice(dot + 1), 'base64url');
+  const expected = mac(key, payload, binding);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
+  try {
+    const value: unknown = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+    if (!Array.isArray(value) || value.length !== 3) return null;
+    const [ms, id, channelUserId] = value as unknown[];
+    if (typeof ms !== 'number' || typeof id !== 'string' || typeof channelUserId !== 'string') return null;
+    return { createdAt: new Date(ms), id, channelUserId };
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,125 @@
+import type {
+  Channel,
+  Direction,
+  DrErrcode,
+  DrStatuscode,
+  MessageStatus,
+  SendStatus,
+  SettableStatus,
+} from './vocabulary.js';
+
+/** An account as the operator API shows it (secrets are never part of it). */
+export interface Account {
+  id: string;
+  name: string;
+  key: string;
+  ipWhitelist: string[];
+  dlrQueryEnabled: boolean;
+  balance: number;
+  creditLimit: number;
+  callbackUrl: string | null;
+  createdAt: Date;
+}
+
+/** What authentication needs: the account plus the HMAC of its secret under the pepper. */
+export interface AccountWithSecret extends Account {
+  secretHash: Buffer;
+}
+
+/** A new account as stored; `callbackSecret` is kept in clear because the server signs with it. */
+export interface NewAccount extends Account {
+  secretHash: Buffer;
+  callbackSecret: string;
+}
+
+/** Fields an operator may change with PATCH; absent means unchanged, `callbackUrl: null` clears. */
+export interface AccountPatch {
+  name?: string;
+  ipWhitelist?: string[];
+  dlrQueryEnabled?: boolean;
+  balance?: number;
+  creditLimit?: number;
+  callbackUrl?: string | null;
+}
+
+/** A delivery receipt recorded for one SMS recipient. */
+export interface Receipt {
+  drStatuscode: DrStatuscode;
+  drErrcode: DrErrcode;
+  /** Report time, millisecond precision, UTC. */
+  drTime: Date;
+}
+
+/** The SMS-specific state of one outbound SMS recipient. */
+export interface SmsState {
+  status: SendStatus;
+  network: string | null;
+  price: number;
+  counts: number;
+  receipt: Receipt | null;
+}
+
+/**
+ * One stored message record, identified by (account, id, channelUserId). An SMS id sent to several numbers
+ * is one record per number. The total order of records is (createdAt, id, channelUserId) ascending.
+ */
+export interface StoredMessage {
+  id: string;
+  channel: Channel;
+  direction: Direction;
+  contactId: string;
+  channelUserId: string;
+  conversationId: string;
+  campaignId: string | null;
+  text: string | null;
+  content: Record<string, unknown> | null;
+  /** The operator-set status of an outbound non-SMS message; null for SMS (derived) and inbound (received). */
+  status: SettableStatus | null;
+  /** Present exactly for outbound SMS records. */
+  sms: SmsState | null;
+  createdAt: Date;
+}
+
+/** A place in the total order of records; cursors carry one. */
+export interface Position {
+  createdAt: Date;
+  id: string;
+  channelUserId: string;
+}
+
+export const positionOf = (m: StoredMessage): Position => ({
+  createdAt: m.createdAt,
+  id: m.id,
+  channelUserId: m.channelUserId,
+});
+
+/**
+ * Compares two positions in the total order (createdAt, id, channelUserId). Strings compare as UTF-8 bytes,
+ * as SQLite BINARY and PostgreSQL COLLATE "C" do (JavaScript's `<` compares UTF-16 code units, which differs
+ * above U+FFFF).
+ */
+export function comparePositions(a: Position, b: Position): number {
+  const t = a.createdAt.getTime() - b.createdAt.getTime();
+  if (t !== 0) return t;
+  return (
+    Buffer.compare(Buffer.from(a.id), Buffer.from(b.id)) ||
+    Buffer.compare(Buffer.from(a.channelUserId), Buffer.from(b.channelUserId))
+  );
+}
+
+/** Record status as the contract derives it (CONTRACT §3). */
+export function messageStatus(m: StoredMessage): MessageStatus {
+  if (m.direction === 'inbound') return 'received';
+  if (!m.sms) return m.status ?? 'sent';
+  switch (m.sms.status) {
+    case '1':
+      return 'pending';
+    case '400':
+      return 'failed';
+    default: {
+      const code = m.sms.receipt?.drStatuscode;
+      if (code === undefined || code === 'accepted') return 'sent';
+      return code === 'delivered' ? 'delivered' : 'failed';
+    }
+  }
+}

@@ -1,0 +1,101 @@
+import { messageStatus, type StoredMessage } from './records.js';
+import type { Channel, Direction, DrErrcode, DrStatuscode, MessageStatus, SendStatus } from './vocabulary.js';
+
+/** A delivery-receipt item exactly as `GET /dlr` and callbacks carry it (CONTRACT §2). */
+export interface DlrItem {
+  type: 'dlr';
+  messageid: string;
+  to: string;
+  status: SendStatus;
+  price: number;
+  counts: number;
+  network?: string;
+  drStatus?: 0 | 400;
+  drStatuscode?: DrStatuscode;
+  drErrcode?: DrErrcode;
+  drTime?: string;
+}
+
+/** A message record of the contact-message endpoints (CONTRACT §3). */
+export interface MessageRecord {
+  id: string;
+  channel: Channel;
+  direction: Direction;
+  contactId: string;
+  channelUserId: string;
+  conversationId: string;
+  campaignId: string | null;
+  text: string | null;
+  content: Record<string, unknown> | null;
+  status: MessageStatus;
+  createdAt: string;
+}
+
+/** `delivered`/`accepted` are normal (0); every other detailed code is abnormal (400). */
+export const drStatusOf = (code: DrStatuscode): 0 | 400 =>
+  code === 'delivered' || code === 'accepted' ? 0 : 400;
+
+/** The spec's report-time format, `yyyy-MM-dd HH:mm:ss.SSS` in UTC. */
+export const formatDrTime = (d: Date): string => d.toISOString().replace('T', ' ').slice(0, 23);
+
+const SPEC_TIME = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d{3})$/;
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
+
+/** Parses a time in the spec format (taken as UTC) or RFC 3339; null when it is neither or not a real date. */
+export function parseTimestamp(value: string): Date | null {
+  const spec = SPEC_TIME.exec(value);
+  if (spec) {
+    const [, y, mo, d, h, mi, s, ms] = spec.map(Number) as number[];
+    const date = new Date(Date.UTC(y as number, (mo as number) - 1, d, h, mi, s, ms));
+    return formatDrTime(date) === value ? date : null;
+  }
+  return parseRfc3339(value);
+}
+
+/** Parses an RFC 3339 date-time (with `Z` or an offset); null when malformed or not a real calendar date. */
+export function parseRfc3339(value: string): Date | null {
+  if (!RFC3339.test(value)) return null;
+  const date = new Date(value);
+  if (Number.isNaN(date.getTime())) return null;
+  // Date() rolls 2026-02-30 over into March; a real calendar date must read back the same day.
+  const [datePart] = value.split(/[Tt]/);
+  const offsetless = new Date(`${datePart}T00:00:00Z`);
+  if (Number.isNaN(offsetless.getTime()) || offsetless.toISOString().slice(0, 10) !== datePart) return null;
+  return date;
+}
+
+export function toDlrItem(m: StoredMessage): DlrItem {
+  const sms = m.sms ?? { status: '1' as const, network: null, price: 0, counts: 1, receipt: null };
+  const item: DlrItem = {
+    type: 'dlr',
+    messageid: m.id,
+    to: m.channelUserId,
+    status: sms.status,
+    price: sms.price,
+    counts: sms.counts,
+  };
+  if (sms.network !== null) item.network = sms.network;
+  if (sms.receipt) {
+    item.drStatus = drStatusOf(sms.receipt.drStatuscode);
+    item.drStatuscode = sms.receipt.drStatuscode;
+    item.drErrcode = sms.receipt.drErrcode;
+    item.drTime = formatDrTime(sms.receipt.drTime);
+  }
+  return item;
+}
+
+export function toMessageRecord(m: StoredMessage): MessageRecord {
+  return {
+    id: m.id,
+    channel: m.channel,
+    direction: m.direction,
+    contactId: m.contactId,
+    channelUserId: m.channelUserId,
+    conversationId: m.conversationId,
+    campaignId: m.campaignId,
+    text: m.text,
+    content: m.content,
+    status: messageStatus(m),
+    createdAt: m.createdAt.toISOString(),
+  };
+}

@@ -1,0 +1,30 @@
+/**
+ * Per-key lockout after failed secrets and per-account request rate (CONTRACT §6). One process keeps them in
+ * memory; several instances share them through Redis. Both implement this interface.
+ */
+export interface Limits {
+  /** Seconds left on the key's lockout, or 0 when it is not locked. */
+  lockedFor(key: string): Promise<number>;
+  /** Counts a failed secret; may start a lockout. Attempts while locked are not counted (callers check first). */
+  recordFailure(key: string): Promise<void>;
+  /** Forgets failures and any lockout of the key (a success, or a secret rotation). */
+  clear(key: string): Promise<void>;
+  /** Takes one token from the account's bucket. */
+  take(accountId: string): Promise<RateDecision>;
+  close(): Promise<void>;
+}
+
+export interface RateDecision {
+  allowed: boolean;
+  /** Whole tokens left after this request. */
+  remaining: number;
+  /** Seconds until the next token (when refused: until one is available, at least 1). */
+  resetSeconds: number;
+}
+
+export interface LimitSettings {
+  ratePerSecond: number;
+  rateBurst: number;
+  lockoutFailures: number;
+  lockoutSeconds: number;
+}

@@ -1,0 +1,65 @@
+import { generateCallbackSecret, generateCredential, hashSecret } from '../domain/credentials.js';
+import { newId } from '../domain/ids.js';
+import type { Account } from '../domain/records.js';
+import { DuplicateKeyError, type Store } from '../store/store.js';
+
+export interface AccountInput {
+  name: string;
+  ipWhitelist?: string[];
+  dlrQueryEnabled?: boolean;
+  balance?: number;
+  creditLimit?: number;
+  callbackUrl?: string | null;
+  /** Fixed credentials, for the demo account only; normally both are drawn from the CSPRNG. */
+  key?: string;
+  secret?: string;
+}
+
+export interface CreatedAccount {
+  account: Account;
+  secret: string;
+  callbackSecret: string;
+}
+
+/** Creates an account with a fresh key, secret and callback secret (the API and the CLI share this). */
+export async function createAccount(
+  store: Store,
+  pepper: Buffer,
+  input: AccountInput,
+  now: Date,
+): Promise<CreatedAccount> {
+  const secret = input.secret ?? generateCredential();
+  const callbackSecret = generateCallbackSecret();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const account = await store.createAccount({
+        id: newId(),
+        name: input.name,
+        key: input.key ?? generateCredential(),
+        ipWhitelist: input.ipWhitelist ?? [],
+        dlrQueryEnabled: input.dlrQueryEnabled ?? true,
+        balance: input.balance ?? 0,
+        creditLimit: input.creditLimit ?? 0,
+        callbackUrl: input.callbackUrl ?? null,
+        createdAt: now,
+        secretHash: hashSecret(pepper, secret),
+        callbackSecret,
+      });
+      return { account, secret, callbackSecret };
+    } catch (error) {
+      // 62^8 keys make a collision rare; draw again a few times before calling it a fault.
+      if (!(error instanceof DuplicateKeyError) || input.key !== undefined || attempt >= 4) throw error;
+    }
+  }
+}
+
+/** Gives the account a new secret; returns it with the account, or null for an unknown account. */
+export async function rotateSecret(
+  store: Store,
+  pepper: Buffer,
+  id: string,
+): Promise<{ account: Account; secret: string } | null> {
+  const secret = generateCredential();
+  const account = await store.setSecretHash(id, hashSecret(pepper, secret));
+  return account ? { account, secret } : null;
+}

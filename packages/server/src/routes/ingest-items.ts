@@ -1,0 +1,192 @@
+import { Type } from 'typebox';
+import { Compile } from 'typebox/compile';
+import {
+  channelUserIdRule,
+  isCampaignId,
+  isChannelUserId,
+  isMessageId,
+  isNetwork,
+  isPhoneNumber,
+  isUuid,
+  parseChannel,
+} from '../domain/formats.js';
+import type { MessageUpsert, ReceiptInput } from '../domain/ingest.js';
+import {
+  CHANNELS,
+  DIRECTIONS,
+  DR_ERRCODES,
+  DR_STATUSCODES,
+  type DrErrcode,
+  type DrStatuscode,
+  SEND_STATUSES,
+  SETTABLE_STATUSES,
+} from '../domain/vocabulary.js';
+import { parseRfc3339, parseTimestamp } from '../domain/wire.js';
+
+/**
+ * Items of the ingest batches. The schemas document the items in OpenAPI and check their shape; the checks
+ * below them add the rules a schema cannot say (formats per channel, fields allowed only on outbound SMS).
+ * Each item is checked on its own so that every bad index can be reported.
+ */
+
+const enumOf = (values: readonly string[]) => Type.Unsafe<string>({ type: 'string', enum: [...values] });
+const nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+
+export const MessageItemSchema = Type.Object(
+  {
+    id: Type.String({ description: '1-64 characters of A-Z a-z 0-9 . _ : -' }),
+    channel: Type.String({ description: `${CHANNELS.join(', ')} (any case)` }),
+    channelUserId: Type.String({
+      description: 'SMS: a phone number; other channels: 1-128 visible characters',
+    }),
+    contactId: Type.Optional(Type.String({ description: 'Links the identity to this contact (UUID)' })),
+    direction: Type.Optional(enumOf(DIRECTIONS)),
+    campaignId: Type.Optional(nullable(Type.String())),
+    createdAt: Type.Optional(
+      Type.String({ description: 'RFC 3339; default now; never changes on a re-send' }),
+    ),
+    text: Type.Optional(nullable(Type.String({ maxLength: 65_536 }))),
+    content: Type.Optional(nullable(Type.Object({}, { additionalProperties: true }))),
+    status: Type.Optional(enumOf(SETTABLE_STATUSES)),
+    sms: Type.Optional(
+      Type.Object(
+        {
+          status: Type.Optional(enumOf(SEND_STATUSES)),
+          network: Type.Optional(Type.String()),
+          price: Type.Optional(Type.Number({ minimum: 0 })),
+          counts: Type.Optional(Type.Integer({ minimum: 1 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const ReceiptItemSchema = Type.Object(
+  {
+    messageId: Type.String(),
+    to: Type.Optional(Type.String({ description: 'Required when the message has several recipients' })),
+    drStatuscode: enumOf(DR_STATUSCODES),
+    drErrcode: Type.Optional(Type.Union([Type.String(), Type.Integer()], { description: 'default "0"' })),
+    drTime: Type.Optional(
+      Type.String({ description: 'yyyy-MM-dd HH:mm:ss.SSS (UTC) or RFC 3339; default now' }),
+    ),
+    network: Type.Optional(Type.String()),
+    price: Type.Optional(Type.Number({ minimum: 0 })),
+    counts: Type.Optional(Type.Integer({ minimum: 1 })),
+  },
+  { additionalProperties: false },
+);
+
+const messageShape = Compile(MessageItemSchema);
+const receiptShape = Compile(ReceiptItemSchema);
+
+type Checked<T> = { ok: true; value: T } | { ok: false; detail: string };
+
+/** Turns schema errors into one sentence; unknown fields are named, since a typo must not pass silently. */
+function shapeProblem(errors: ReturnType<typeof messageShape.Errors>): string {
+  const parts: string[] = [];
+  for (const e of errors) {
+    if (e.keyword === 'boolean') continue;
+    if (e.keyword === 'additionalProperties') {
+      const names = (e.params as { additionalProperties?: string[] }).additionalProperties ?? [];
+      parts.push(
+        `unknown field${names.length > 1 ? 's' : ''} ${names.map((n) => `${e.instancePath}/${n}`).join(', ')}`,
+      );
+    } else if (e.keyword === 'required') {
+      const names = (e.params as { requiredProperties?: string[] }).requiredProperties ?? [];
+      parts.push(names.length > 0 ? `missing ${names.join(', ')}` : e.message);
+    } else {
+      parts.push(`${e.instancePath || 'item'} ${e.message}`);
+    }
+  }
+  return [...new Set(parts)].join('; ') || 'item is malformed';
+}
+
+export function checkMessageItem(item: unknown): Checked<MessageUpsert> {
+  if (!messageShape.Check(item)) return { ok: false, detail: shapeProblem(messageShape.Errors(item)) };
+  const channel = parseChannel(item.channel);
+  if (!channel) return { ok: false, detail: `channel must be one of ${CHANNELS.join(', ')}` };
+  if (!isMessageId(item.id))
+    return { ok: false, detail: 'id must be 1-64 characters of A-Z a-z 0-9 . _ : -' };
+  if (!isChannelUserId(channel, item.channelUserId)) return { ok: false, detail: channelUserIdRule(channel) };
+  if (item.contactId !== undefined && !isUuid(item.contactId))
+    return { ok: false, detail: 'contactId must be a UUID' };
+  if (typeof item.campaignId === 'string' && !isCampaignId(item.campaignId)) {
+    return { ok: false, detail: 'campaignId must be 1-64 characters of A-Z a-z 0-9 . _ : -' };
+  }
+  const inbound = item.direction === 'inbound';
+  if (item.sms !== undefined && (channel !== 'SMS' || inbound)) {
+    return { ok: false, detail: 'sms is only allowed on outbound SMS messages' };
+  }
+  if (item.status !== undefined && channel === 'SMS') {
+    return {
+      ok: false,
+      detail: 'status is not allowed on SMS messages; use sms.status (it is derived per recipient)',
+    };
+  }
+  if (item.status !== undefined && inbound) {
+    return { ok: false, detail: 'status is not allowed on inbound messages (they are always received)' };
+  }
+  if (item.sms?.network !== undefined && !isNetwork(item.sms.network)) {
+    return { ok: false, detail: 'sms.network must be 5-6 digits (MCC+MNC)' };
+  }
+  const value: MessageUpsert = { id: item.id, channel, channelUserId: item.channelUserId };
+  if (item.createdAt !== undefined) {
+    const createdAt = parseRfc3339(item.createdAt);
+    if (!createdAt) return { ok: false, detail: 'createdAt must be an RFC 3339 date-time' };
+    value.createdAt = createdAt;
+  }
+  if (item.contactId !== undefined) value.contactId = item.contactId.toLowerCase();
+  if (item.direction !== undefined) value.direction = item.direction as MessageUpsert['direction'] & string;
+  if (item.campaignId !== undefined) value.campaignId = item.campaignId;
+  if (item.text !== undefined) value.text = item.text;
+  if (item.content !== undefined) value.content = item.content as Record<string, unknown> | null;
+  if (item.status !== undefined) value.status = item.status as NonNullable<MessageUpsert['status']>;
+  if (item.sms !== undefined) {
+    const sms: NonNullable<MessageUpsert['sms']> = {};
+    if (item.sms.status !== undefined) sms.status = item.sms.status as NonNullable<typeof sms.status>;
+    if (item.sms.network !== undefined) sms.network = item.sms.network;
+    if (item.sms.price !== undefined) sms.price = item.sms.price;
+    if (item.sms.counts !== undefined) sms.counts = item.sms.counts;
+    value.sms = sms;
+  }
+  return { ok: true, value };
+}
+
+export function checkReceiptItem(item: unknown, now: Date): Checked<ReceiptInput> {
+  if (!receiptShape.Check(item)) return { ok: false, detail: shapeProblem(receiptShape.Errors(item)) };
+  if (!isMessageId(item.messageId))
+    return { ok: false, detail: 'messageId must be 1-64 characters of A-Z a-z 0-9 . _ : -' };
+  if (item.to !== undefined && !isPhoneNumber(item.to)) {
+    return {
+      ok: false,
+      detail: 'to must be a phone number: country code and number, 6-15 digits, no + or leading 0',
+    };
+  }
+  const errcode = item.drErrcode === undefined ? '0' : String(item.drErrcode);
+  if (!Object.hasOwn(DR_ERRCODES, errcode)) {
+    return { ok: false, detail: `drErrcode must be one of ${Object.keys(DR_ERRCODES).join(', ')}` };
+  }
+  let drTime = now;
+  if (item.drTime !== undefined) {
+    const parsed = parseTimestamp(item.drTime);
+    if (!parsed) return { ok: false, detail: 'drTime must be yyyy-MM-dd HH:mm:ss.SSS (UTC) or RFC 3339' };
+    drTime = parsed;
+  }
+  if (item.network !== undefined && !isNetwork(item.network)) {
+    return { ok: false, detail: 'network must be 5-6 digits (MCC+MNC)' };
+  }
+  const value: ReceiptInput = {
+    messageId: item.messageId,
+    drStatuscode: item.drStatuscode as DrStatuscode,
+    drErrcode: errcode as DrErrcode,
+    drTime,
+  };
+  if (item.to !== undefined) value.to = item.to;
+  if (item.network !== undefined) value.network = item.network;
+  if (item.price !== undefined) value.price = item.price;
+  if (item.counts !== undefined) value.counts = item.counts;
+  return { ok: true, value };
+}

@@ -1,0 +1,44 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../context.js';
+import { ApiError } from '../domain/errors.js';
+import { parseMessagesQuery, type RawQuery } from '../domain/query-params.js';
+import { authenticate, readCredentials } from '../plugins/authenticate.js';
+import { methodNotAllowed } from '../plugins/protocol.js';
+import { messagesQuerystring } from './contact-messages-v1.js';
+import { historyPage, messagesByIds } from './messages-query.js';
+import { MessagesEnvelopeSchema, problemResponses } from './schemas.js';
+import { describedOnly } from './validation.js';
+
+/** `GET /messages` — the successor of the v1 query, with campaign filtering (CONTRACT §4). */
+export async function messagesRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  app.get(
+    '/messages',
+    {
+      validatorCompiler: describedOnly,
+      schema: {
+        summary: 'Messages by id, a contact history, or a campaign',
+        description:
+          'Mode 1: messageIds (1-20). Mode 2: channel with exactly one of channelUserId or contactId. ' +
+          'campaignId filters both modes, or alone lists a campaign (channel then optional).',
+        tags: ['messages'],
+        security: [{ basic: [] }],
+        querystring: messagesQuerystring(true),
+        response: { 200: MessagesEnvelopeSchema, ...problemResponses(400, 401, 403, 429, 500) },
+      },
+    },
+    async (request, reply) => {
+      const account = await authenticate(ctx, request, reply, readCredentials(request));
+      const query = parseMessagesQuery(request.query as RawQuery, true);
+      if (!query.ok) throw new ApiError('invalid_request', query.detail);
+      if (query.value.mode === 'ids') {
+        return {
+          messages: await messagesByIds(ctx, account.id, query.value),
+          nextCursor: null,
+          hasMore: false,
+        };
+      }
+      return historyPage(ctx, account.id, query.value);
+    },
+  );
+  methodNotAllowed(app, '/messages', ['GET']);
+}

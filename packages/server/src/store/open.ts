@@ -1,0 +1,18 @@
+import type { Config } from '../config.js';
+import { openPostgresStore } from './postgres/postgres-store.js';
+import { openSqliteStore } from './sqlite/sqlite-store.js';
+import type { Store } from './store.js';
+
+/** Opens the store that DATABASE_URL names (not yet migrated). */
+export function openStore(config: Readonly<Config>): Store {
+  const url = config.databaseUrl;
+  if (url.startsWith('sqlite:')) {
+    return openSqliteStore({ path: url.slice('sqlite:'.length), cacheMb: config.sqliteCacheMb });
+  }
+  return openPostgresStore({
+    url,
+    ...(config.databaseReadUrl ? { readUrl: config.databaseReadUrl } : {}),
+    poolSize: config.pgPoolSize,
+    statementTimeoutMs: config.pgStatementTimeoutMs,
+  });
+}

@@ -1,0 +1,131 @@
+import type { Database } from 'better-sqlite3';
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/**
+ * The schema, in order. A migration, once released, never changes: fix things with a new one.
+ *
+ * Every key and index leads with `account_id`, so no lookup can wander into another account's rows and
+ * every query is a range within one account. Small, narrow tables are `WITHOUT ROWID` (the primary key is the
+ * table); `messages` keeps its rowid because its rows are wide (text, content) and secondary indexes then
+ * point at a compact integer.
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'initial schema',
+    sql: `
+      CREATE TABLE accounts (
+        id TEXT NOT NULL PRIMARY KEY,
+        name TEXT NOT NULL,
+        key TEXT NOT NULL UNIQUE,
+        secret_hash BLOB NOT NULL,
+        callback_secret TEXT NOT NULL,
+        ip_whitelist TEXT NOT NULL,
+        dlr_query_enabled INTEGER NOT NULL,
+        balance REAL NOT NULL,
+        credit_limit REAL NOT NULL,
+        callback_url TEXT,
+        created_at INTEGER NOT NULL,
+        -- The last ingest sequence handed out in this account: /dlr lists recipients in first-ingested order,
+        -- and a rowid is no stable order (VACUUM may renumber it).
+        last_message_seq INTEGER NOT NULL DEFAULT 0
+      ) WITHOUT ROWID, STRICT;
+
+      CREATE TABLE contacts (
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        id TEXT NOT NULL,
+        PRIMARY KEY (account_id, id)
+      ) WITHOUT ROWID, STRICT;
+
+      -- An identity belongs to one contact, and a contact has at most one identity per channel.
+      CREATE TABLE identities (
+        account_id TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        channel_user_id TEXT NOT NULL,
+        contact_id TEXT NOT NULL,
+        PRIMARY KEY (account_id, channel, channel_user_id),
+        UNIQUE (account_id, contact_id, channel),
+        FOREIGN KEY (account_id, contact_id) REFERENCES contacts (account_id, id)
+      ) WITHOUT ROWID, STRICT;
+
+      CREATE TABLE conversations (
+        account_id TEXT NOT NULL,
+        contact_id TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        id TEXT NOT NULL,
+        PRIMARY KEY (account_id, contact_id, channel),
+        UNIQUE (account_id, id),
+        FOREIGN KEY (account_id, contact_id) REFERENCES contacts (account_id, id)
+      ) WITHOUT ROWID, STRICT;
+
+      -- One table for every message record. For an outbound SMS the record is one recipient, and its send
+      -- status and receipt live in the same row (sms_* and dr_* columns, NULL on every other record): /dlr
+      -- and history both read one row per recipient, a receipt updates one row, and no join sits on the hot
+      -- path. sms_status IS NOT NULL exactly for outbound SMS records.
+      CREATE TABLE messages (
+        account_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        channel_user_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        channel TEXT NOT NULL,
+        direction TEXT NOT NULL,
+        contact_id TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        campaign_id TEXT,
+        text TEXT,
+        content TEXT,
+        status TEXT,
+        sms_status TEXT,
+        network TEXT,
+        price REAL,
+        counts INTEGER,
+        dr_statuscode TEXT,
+        dr_errcode TEXT,
+        dr_time INTEGER,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (account_id, id, channel_user_id),
+        FOREIGN KEY (account_id, conversation_id) REFERENCES conversations (account_id, id)
+      ) STRICT;
+
+      CREATE INDEX messages_history
+        ON messages (account_id, conversation_id, created_at, id, channel_user_id);
+      CREATE INDEX messages_campaign
+        ON messages (account_id, campaign_id, created_at, id, channel_user_id)
+        WHERE campaign_id IS NOT NULL;
+      CREATE INDEX messages_conversation_campaign
+        ON messages (account_id, conversation_id, campaign_id, created_at, id, channel_user_id)
+        WHERE campaign_id IS NOT NULL;
+    `,
+  },
+];
+
+/**
+ * Applies the migrations not yet recorded in `schema_migrations`, each in its own transaction. Idempotent;
+ * IMMEDIATE transactions take the write lock before checking, so two processes migrating one file at once
+ * apply each step exactly once (the second waits on busy_timeout, then finds it done).
+ */
+export function migrate(db: Database): void {
+  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER NOT NULL PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at INTEGER NOT NULL
+  ) STRICT`);
+  const applied = db.prepare<[number], { version: number }>(
+    'SELECT version FROM schema_migrations WHERE version = ?',
+  );
+  const record = db.prepare<[number, string, number]>(
+    'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
+  );
+  for (const migration of MIGRATIONS) {
+    db.transaction(() => {
+      if (applied.get(migration.version)) return;
+      db.exec(migration.sql);
+      record.run(migration.version, migration.name, Date.now());
+    }).immediate();
+  }
+}

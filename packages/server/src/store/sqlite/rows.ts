@@ -1,0 +1,149 @@
+import type { Account, AccountWithSecret, StoredMessage } from '../../domain/records.js';
+import type {
+  Channel,
+  Direction,
+  DrErrcode,
+  DrStatuscode,
+  SendStatus,
+  SettableStatus,
+} from '../../domain/vocabulary.js';
+
+/** Rows as SQLite returns them, and their mapping to and from the domain. Dates are epoch milliseconds. */
+
+export interface AccountRow {
+  id: string;
+  name: string;
+  key: string;
+  secret_hash: Buffer;
+  ip_whitelist: string;
+  dlr_query_enabled: number;
+  balance: number;
+  credit_limit: number;
+  callback_url: string | null;
+  created_at: number;
+}
+
+export const ACCOUNT_COLUMNS =
+  'id, name, key, secret_hash, ip_whitelist, dlr_query_enabled, balance, credit_limit, callback_url, created_at';
+
+export function accountFromRow(row: AccountRow): Account {
+  return {
+    id: row.id,
+    name: row.name,
+    key: row.key,
+    ipWhitelist: JSON.parse(row.ip_whitelist) as string[],
+    dlrQueryEnabled: row.dlr_query_enabled !== 0,
+    balance: row.balance,
+    creditLimit: row.credit_limit,
+    callbackUrl: row.callback_url,
+    createdAt: new Date(row.created_at),
+  };
+}
+
+export function accountWithSecretFromRow(row: AccountRow): AccountWithSecret {
+  return { ...accountFromRow(row), secretHash: row.secret_hash };
+}
+
+export interface MessageRow {
+  id: string;
+  channel: string;
+  direction: string;
+  contact_id: string;
+  channel_user_id: string;
+  conversation_id: string;
+  campaign_id: string | null;
+  text: string | null;
+  content: string | null;
+  status: string | null;
+  sms_status: string | null;
+  network: string | null;
+  price: number | null;
+  counts: number | null;
+  dr_statuscode: string | null;
+  dr_errcode: string | null;
+  dr_time: number | null;
+  created_at: number;
+}
+
+export const MESSAGE_COLUMNS =
+  'id, channel, direction, contact_id, channel_user_id, conversation_id, campaign_id, text, content, status, ' +
+  'sms_status, network, price, counts, dr_statuscode, dr_errcode, dr_time, created_at';
+
+export function messageFromRow(row: MessageRow): StoredMessage {
+  return {
+    id: row.id,
+    channel: row.channel as Channel,
+    direction: row.direction as Direction,
+    contactId: row.contact_id,
+    channelUserId: row.channel_user_id,
+    conversationId: row.conversation_id,
+    campaignId: row.campaign_id,
+    text: row.text,
+    content: row.content === null ? null : (JSON.parse(row.content) as Record<string, unknown>),
+    status: row.status as SettableStatus | null,
+    sms:
+      row.sms_status === null
+        ? null
+        : {
+            status: row.sms_status as SendStatus,
+            network: row.network,
+            price: row.price ?? 0,
+            counts: row.counts ?? 1,
+            receipt:
+              row.dr_statuscode === null
+                ? null
+                : {
+                    drStatuscode: row.dr_statuscode as DrStatuscode,
+                    drErrcode: (row.dr_errcode ?? '0') as DrErrcode,
+                    drTime: new Date(row.dr_time ?? 0),
+                  },
+          },
+    createdAt: new Date(row.created_at),
+  };
+}
+
+/** The named parameters of a message write (everything but the key, the sequence and createdAt). */
+export interface MessageParams {
+  account_id: string;
+  id: string;
+  channel_user_id: string;
+  channel: string;
+  direction: string;
+  contact_id: string;
+  conversation_id: string;
+  campaign_id: string | null;
+  text: string | null;
+  content: string | null;
+  status: string | null;
+  sms_status: string | null;
+  network: string | null;
+  price: number | null;
+  counts: number | null;
+  dr_statuscode: string | null;
+  dr_errcode: string | null;
+  dr_time: number | null;
+}
+
+export function messageParams(accountId: string, m: StoredMessage): MessageParams {
+  const receipt = m.sms?.receipt ?? null;
+  return {
+    account_id: accountId,
+    id: m.id,
+    channel_user_id: m.channelUserId,
+    channel: m.channel,
+    direction: m.direction,
+    contact_id: m.contactId,
+    conversation_id: m.conversationId,
+    campaign_id: m.campaignId,
+    text: m.text,
+    content: m.content === null ? null : JSON.stringify(m.content),
+    status: m.status,
+    sms_status: m.sms?.status ?? null,
+    network: m.sms?.network ?? null,
+    price: m.sms?.price ?? null,
+    counts: m.sms?.counts ?? null,
+    dr_statuscode: receipt?.drStatuscode ?? null,
+    dr_errcode: receipt?.drErrcode ?? null,
+    dr_time: receipt ? receipt.drTime.getTime() : null,
+  };
+}

@@ -1,0 +1,171 @@
+import type { Database, Statement } from 'better-sqlite3';
+import {
+  ACCOUNT_COLUMNS,
+  type AccountRow,
+  MESSAGE_COLUMNS,
+  type MessageParams,
+  type MessageRow,
+} from './rows.js';
+
+/** The parameters of a history page; `before_*` only on the statements that continue from a cursor. */
+export interface HistoryParams {
+  account: string;
+  conversation?: string;
+  campaign?: string;
+  channel?: string;
+  before_at?: number;
+  before_id?: string;
+  before_user?: string;
+  limit: number;
+}
+
+export type HistoryKind = 'conversation' | 'conversationCampaign' | 'campaign' | 'campaignChannel';
+
+// Each filter names its index so the plan cannot drift to a scan-and-sort; a wrong name fails at open.
+const HISTORY_FILTERS: Record<HistoryKind, { index: string; where: string }> = {
+  conversation: { index: 'messages_history', where: 'conversation_id = @conversation' },
+  conversationCampaign: {
+    index: 'messages_conversation_campaign',
+    where: 'conversation_id = @conversation AND campaign_id = @campaign',
+  },
+  campaign: { index: 'messages_campaign', where: 'campaign_id = @campaign' },
+  campaignChannel: { index: 'messages_campaign', where: 'campaign_id = @campaign AND channel = @channel' },
+};
+
+function historyStatement(
+  db: Database,
+  kind: HistoryKind,
+  keyset: boolean,
+): Statement<[HistoryParams], MessageRow> {
+  const { index, where } = HISTORY_FILTERS[kind];
+  // Row-value comparison under BINARY collation: the same total order as comparePositions, and an index
+  // range rather than OFFSET, so rows arriving between pages cannot shift a later page.
+  const after = keyset
+    ? ' AND (created_at, id, channel_user_id) < (@before_at, @before_id, @before_user)'
+    : '';
+  return db.prepare<[HistoryParams], MessageRow>(
+    `SELECT ${MESSAGE_COLUMNS} FROM messages INDEXED BY ${index}
+     WHERE account_id = @account AND ${where}${after}
+     ORDER BY created_at DESC, id DESC, channel_user_id DESC
+     LIMIT @limit`,
+  );
+}
+
+type NewAccountParams = Omit<AccountRow, 'secret_hash'> & { secret_hash: Buffer; callback_secret: string };
+
+interface AccountPatchParams {
+  id: string;
+  name: string | null;
+  ip_whitelist: string | null;
+  dlr_query_enabled: number | null;
+  balance: number | null;
+  credit_limit: number | null;
+  set_callback_url: number;
+  callback_url: string | null;
+}
+
+/** Every statement the store runs, prepared once when the store opens. */
+export function prepareStatements(db: Database) {
+  const history = (kind: HistoryKind) => ({
+    first: historyStatement(db, kind, false),
+    next: historyStatement(db, kind, true),
+  });
+  return {
+    ping: db.prepare('SELECT 1'),
+
+    insertAccount: db.prepare<[NewAccountParams]>(
+      `INSERT INTO accounts (${ACCOUNT_COLUMNS}, callback_secret)
+       VALUES (@id, @name, @key, @secret_hash, @ip_whitelist, @dlr_query_enabled, @balance, @credit_limit,
+               @callback_url, @created_at, @callback_secret)`,
+    ),
+    anyAccount: db.prepare<[], { one: number }>('SELECT 1 AS one FROM accounts LIMIT 1'),
+    accountById: db.prepare<[string], AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = ?`),
+    accountByKey: db.prepare<[string], AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE key = ?`),
+    callbackSecret: db.prepare<[string], { callback_secret: string }>(
+      'SELECT callback_secret FROM accounts WHERE id = ?',
+    ),
+    // One statement for every PATCH shape: NULL means "not given", except callbackUrl, where NULL clears.
+    updateAccount: db.prepare<[AccountPatchParams], AccountRow>(
+      `UPDATE accounts SET
+         name = coalesce(@name, name),
+         ip_whitelist = coalesce(@ip_whitelist, ip_whitelist),
+         dlr_query_enabled = coalesce(@dlr_query_enabled, dlr_query_enabled),
+         balance = coalesce(@balance, balance),
+         credit_limit = coalesce(@credit_limit, credit_limit),
+         callback_url = CASE WHEN @set_callback_url THEN @callback_url ELSE callback_url END
+       WHERE id = @id
+       RETURNING ${ACCOUNT_COLUMNS}`,
+    ),
+    setSecretHash: db.prepare<[Buffer, string], AccountRow>(
+      `UPDATE accounts SET secret_hash = ? WHERE id = ? RETURNING ${ACCOUNT_COLUMNS}`,
+    ),
+    lastMessageSeq: db.prepare<[string], { last_message_seq: number }>(
+      'SELECT last_message_seq FROM accounts WHERE id = ?',
+    ),
+    setLastMessageSeq: db.prepare<[number, string]>('UPDATE accounts SET last_message_seq = ? WHERE id = ?'),
+
+    identity: db.prepare<[string, string, string], { contact_id: string }>(
+      'SELECT contact_id FROM identities WHERE account_id = ? AND channel = ? AND channel_user_id = ?',
+    ),
+    identityOfContact: db.prepare<[string, string, string], { channel_user_id: string }>(
+      'SELECT channel_user_id FROM identities WHERE account_id = ? AND contact_id = ? AND channel = ?',
+    ),
+    insertContact: db.prepare<[string, string]>(
+      'INSERT INTO contacts (account_id, id) VALUES (?, ?) ON CONFLICT DO NOTHING',
+    ),
+    insertIdentity: db.prepare<[string, string, string, string]>(
+      'INSERT INTO identities (account_id, channel, channel_user_id, contact_id) VALUES (?, ?, ?, ?)',
+    ),
+    conversation: db.prepare<[string, string, string], { id: string }>(
+      'SELECT id FROM conversations WHERE account_id = ? AND contact_id = ? AND channel = ?',
+    ),
+    insertConversation: db.prepare<[string, string, string, string]>(
+      'INSERT INTO conversations (account_id, contact_id, channel, id) VALUES (?, ?, ?, ?)',
+    ),
+
+    message: db.prepare<[string, string, string], MessageRow>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE account_id = ? AND id = ? AND channel_user_id = ?`,
+    ),
+    insertMessage: db.prepare<[MessageParams & { seq: number; created_at: number }]>(
+      `INSERT INTO messages (account_id, seq, created_at, id, channel, direction, contact_id, channel_user_id,
+         conversation_id, campaign_id, text, content, status, sms_status, network, price, counts, dr_statuscode,
+         dr_errcode, dr_time)
+       VALUES (@account_id, @seq, @created_at, @id, @channel, @direction, @contact_id, @channel_user_id,
+               @conversation_id, @campaign_id, @text, @content, @status, @sms_status, @network, @price, @counts,
+               @dr_statuscode, @dr_errcode, @dr_time)`,
+    ),
+    // createdAt and the ingest sequence never change once a record exists.
+    updateMessage: db.prepare<[MessageParams]>(
+      `UPDATE messages SET channel = @channel, direction = @direction, contact_id = @contact_id,
+         conversation_id = @conversation_id, campaign_id = @campaign_id, text = @text, content = @content,
+         status = @status, sms_status = @sms_status, network = @network, price = @price, counts = @counts,
+         dr_statuscode = @dr_statuscode, dr_errcode = @dr_errcode, dr_time = @dr_time
+       WHERE account_id = @account_id AND id = @id AND channel_user_id = @channel_user_id`,
+    ),
+    // The primary key finds every recipient of the id; sorting that handful by seq is cheap.
+    dlr: db.prepare<[string, string], MessageRow>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages
+       WHERE account_id = ? AND id = ? AND sms_status IS NOT NULL
+       ORDER BY seq`,
+    ),
+    messagesByIds: db.prepare<[{ account: string; ids: string; campaign: string | null }], MessageRow>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages
+       WHERE account_id = @account AND id IN (SELECT value FROM json_each(@ids))
+         AND (@campaign IS NULL OR campaign_id = @campaign)
+       ORDER BY created_at, id, channel_user_id`,
+    ),
+    history: {
+      conversation: history('conversation'),
+      conversationCampaign: history('conversationCampaign'),
+      campaign: history('campaign'),
+      campaignChannel: history('campaignChannel'),
+    } satisfies Record<HistoryKind, unknown>,
+    // Walks the history index one conversation at a time, so only the expired range of each is visited.
+    prune: db.prepare<[number]>(
+      `DELETE FROM messages
+       WHERE (account_id, conversation_id) IN (SELECT account_id, id FROM conversations) AND created_at < ?`,
+    ),
+  };
+}
+
+export type Statements = ReturnType<typeof prepareStatements>;

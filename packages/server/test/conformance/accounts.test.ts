@@ -1,0 +1,146 @@
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { newId } from '../../src/domain/ids.js';
+import { DuplicateKeyError } from '../../src/store/store.js';
+import { engines } from '../support/engines.js';
+import { NOW, newAccount, useStore } from './fixtures.js';
+
+describe.each(engines())('$name store: accounts', (engine) => {
+  const store = useStore(engine);
+
+  it('names its engine, answers ping, and migrates again without harm', async () => {
+    expect(store().engine).toBe(engine.name);
+    await expect(store().ping()).resolves.toBeUndefined();
+    await store().migrate();
+    await store().migrate();
+    await expect(store().ping()).resolves.toBeUndefined();
+  });
+
+  it('creates an account and reads it back without its secrets', async () => {
+    const input = newAccount({
+      name: 'Globex',
+      ipWhitelist: ['127.0.0.0/8', '::1'],
+      dlrQueryEnabled: false,
+      balance: 12.5,
+      creditLimit: 100,
+      callbackUrl: 'https://hooks.example.com/dlr',
+      createdAt: new Date('2026-03-04T05:06:07.089Z'),
+    });
+    const expected = {
+      id: input.id,
+      name: 'Globex',
+      key: input.key,
+      ipWhitelist: ['127.0.0.0/8', '::1'],
+      dlrQueryEnabled: false,
+      balance: 12.5,
+      creditLimit: 100,
+      callbackUrl: 'https://hooks.example.com/dlr',
+      createdAt: new Date('2026-03-04T05:06:07.089Z'),
+    };
+    expect(await store().createAccount(input)).toStrictEqual(expected);
+    expect(await store().getAccount(input.id)).toStrictEqual(expected);
+  });
+
+  it('finds an account by key with its secret hash, byte for byte', async () => {
+    const input = newAccount({ balance: -3, creditLimit: 5 });
+    await store().createAccount(input);
+    const found = await store().getAccountByKey(input.key);
+    expect(found).not.toBeNull();
+    expect(found?.id).toBe(input.id);
+    expect(found?.balance).toBe(-3);
+    expect(Buffer.from(found?.secretHash ?? []).equals(input.secretHash)).toBe(true);
+  });
+
+  it('answers null for unknown ids and keys', async () => {
+    await store().createAccount(newAccount({ key: 'AbCd1234' }));
+    expect(await store().getAccount(newId())).toBeNull();
+    expect(await store().getAccountByKey('ZZZZ9999')).toBeNull();
+    // Keys are case-sensitive: another case is another key.
+    expect(await store().getAccountByKey('abcd1234')).toBeNull();
+    expect(await store().getCallbackSecret(newId())).toBeNull();
+    expect(await store().updateAccount(newId(), { name: 'x' })).toBeNull();
+    expect(await store().setSecretHash(newId(), randomBytes(32))).toBeNull();
+  });
+
+  it('refuses a taken key with DuplicateKeyError and leaves the holder untouched', async () => {
+    const first = newAccount({ name: 'First' });
+    await store().createAccount(first);
+    const second = newAccount({ key: first.key, name: 'Second' });
+    const refusal = store().createAccount(second);
+    await expect(refusal).rejects.toBeInstanceOf(DuplicateKeyError);
+    await expect(refusal).rejects.toMatchObject({ name: 'DuplicateKeyError' });
+    expect(await store().getAccount(second.id)).toBeNull();
+    expect((await store().getAccountByKey(first.key))?.name).toBe('First');
+    // The caller draws another key and succeeds.
+    await expect(store().createAccount({ ...second, key: 'NewKey42' })).resolves.toMatchObject({
+      name: 'Second',
+    });
+  });
+
+  it('keeps the callback secret in clear', async () => {
+    const input = newAccount();
+    await store().createAccount(input);
+    expect(await store().getCallbackSecret(input.id)).toBe(input.callbackSecret);
+  });
+
+  it('changes only the fields a patch gives', async () => {
+    const input = newAccount({ callbackUrl: 'https://a.example/cb', ipWhitelist: ['10.0.0.0/8'] });
+    await store().createAccount(input);
+    const renamed = await store().updateAccount(input.id, { name: 'Renamed', balance: 7.25 });
+    expect(renamed).toMatchObject({
+      name: 'Renamed',
+      balance: 7.25,
+      creditLimit: 0,
+      dlrQueryEnabled: true,
+      ipWhitelist: ['10.0.0.0/8'],
+      callbackUrl: 'https://a.example/cb',
+      key: input.key,
+      createdAt: NOW,
+    });
+    const changed = await store().updateAccount(input.id, {
+      ipWhitelist: [],
+      dlrQueryEnabled: false,
+      creditLimit: 50,
+      callbackUrl: 'https://b.example/cb',
+    });
+    expect(changed).toMatchObject({
+      name: 'Renamed',
+      ipWhitelist: [],
+      dlrQueryEnabled: false,
+      creditLimit: 50,
+      callbackUrl: 'https://b.example/cb',
+    });
+    expect(await store().getAccount(input.id)).toStrictEqual(changed);
+  });
+
+  it('clears the callback URL on null and keeps it when absent', async () => {
+    const input = newAccount({ callbackUrl: 'https://a.example/cb' });
+    await store().createAccount(input);
+    expect((await store().updateAccount(input.id, {}))?.callbackUrl).toBe('https://a.example/cb');
+    expect((await store().updateAccount(input.id, { callbackUrl: null }))?.callbackUrl).toBeNull();
+    expect((await store().getAccount(input.id))?.callbackUrl).toBeNull();
+  });
+
+  it('replaces the secret hash, and nothing else', async () => {
+    const input = newAccount();
+    const created = await store().createAccount(input);
+    const next = randomBytes(32);
+    expect(await store().setSecretHash(input.id, next)).toStrictEqual(created);
+    const found = await store().getAccountByKey(input.key);
+    expect(Buffer.from(found?.secretHash ?? []).equals(next)).toBe(true);
+    expect(await store().getCallbackSecret(input.id)).toBe(input.callbackSecret);
+  });
+
+  it('keeps accounts apart', async () => {
+    const a = newAccount({ name: 'A' });
+    const b = newAccount({ name: 'B' });
+    await store().createAccount(a);
+    await store().createAccount(b);
+    await store().updateAccount(a.id, { name: 'A2', callbackUrl: 'https://a.example' });
+    await store().setSecretHash(a.id, randomBytes(32));
+    const other = await store().getAccountByKey(b.key);
+    expect(other?.name).toBe('B');
+    expect(other?.callbackUrl).toBeNull();
+    expect(Buffer.from(other?.secretHash ?? []).equals(b.secretHash)).toBe(true);
+  });
+});
