@@ -32,6 +32,17 @@ export interface BuildOptions {
   logStream?: Writable;
 }
 
+/**
+ * Fastify 5 silently ignores a numeric `trustProxy` (it trusts no hop at all), so a hop count, which CONTRACT §7
+ * promises, becomes proxy-addr's own rule: the first `hops` addresses from our socket inwards are proxies.
+ */
+function trustProxyOption(
+  trust: Config['trustProxy'],
+): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof trust !== 'number') return trust;
+  return (_address, hop) => hop < trust;
+}
+
 /** Bodies are accepted only by the operator API: 5 MiB holds a batch of 1000 generous items. */
 const BODY_LIMIT = 5 * 1024 * 1024;
 
@@ -57,8 +68,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     },
     // Requests are logged once, by the access log, with credentials removed from the URL.
     logController: new LogController({ disableRequestLogging: true }),
-    // A hop count is valid at run time (proxy-addr) though Fastify's types only list the other forms.
-    trustProxy: config.trustProxy as boolean | string | string[],
+    trustProxy: trustProxyOption(config.trustProxy),
     bodyLimit: BODY_LIMIT,
     requestIdHeader: false,
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']) ?? randomUUID(),

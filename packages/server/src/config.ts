@@ -1,5 +1,7 @@
 /** Environment (and CLI flags) → one frozen, typed configuration. CONTRACT §7 is the reference. */
 
+import { allowlistEntryProblem } from './domain/ip-allowlist.js';
+
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -148,8 +150,22 @@ function parseTrustProxy(raw: string | undefined): boolean | number | string[] {
   if (raw === undefined || raw === 'false' || raw === 'off') return false;
   if (raw === 'true' || raw === 'on') return true;
   if (/^\d+$/.test(raw)) return Number(raw);
-  return raw
+  const entries = raw
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '');
+  // Checked here so a typo stops the start with the variable's name, not deep inside Fastify (or not at all).
+  for (const entry of entries) {
+    if (PROXY_NAMES.includes(entry)) continue;
+    const problem = allowlistEntryProblem(entry);
+    if (problem) {
+      throw new ConfigError(
+        `WAYBILL_TRUST_PROXY must be true, a hop count, or addresses/CIDR ranges: ${problem}`,
+      );
+    }
+  }
+  return entries;
 }
+
+/** proxy-addr's names for well-known ranges. */
+const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];

@@ -3,6 +3,7 @@ import { buildApp } from '../app.js';
 import { loadConfig } from '../config.js';
 import type { Limits } from '../limits/limits.js';
 import { MemoryLimits } from '../limits/memory-limits.js';
+import { RedisLimits } from '../limits/redis-limits.js';
 import { DEMO_ACCOUNT, demoBanner, loadDemoData } from '../operations/demo-data.js';
 import { resolvePepper } from '../pepper.js';
 import { openStore } from '../store/open.js';
@@ -55,6 +56,10 @@ export async function serveCommand(args: string[]): Promise<number> {
   return new Promise<number>(() => {});
 }
 
+/** Shared counters in Redis when REDIS_URL is set (several instances), else in this process. */
 async function openLimits(config: ReturnType<typeof loadConfig>): Promise<Limits> {
-  return new MemoryLimits(config);
+  if (!config.redisUrl) return new MemoryLimits(config);
+  const limits = new RedisLimits(config.redisUrl, config);
+  await limits.ping();
+  return limits;
 }

@@ -37,8 +37,10 @@ export function decodeCursor(key: Buffer, token: string, binding: CursorBinding)
   const dot = token.indexOf('.');
   if (dot <= 0 || token.length > 512) return null;
   const payload = token.slice(0, dot);
-  const given = Buffer.from(token.slice(dot + 1), 'base64url');
-  const expected = mac(key, payload, binding);
+  // Compared as text: Buffer's base64 decoder forgives '+', '/' and stray low bits, so one cursor would
+  // otherwise have many spellings, all accepted.
+  const given = Buffer.from(token.slice(dot + 1));
+  const expected = Buffer.from(mac(key, payload, binding).toString('base64url'));
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
   try {
     const value: unknown = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));

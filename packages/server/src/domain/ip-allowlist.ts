@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
 type Range = [ipaddr.IPv4 | ipaddr.IPv6, number];
@@ -7,7 +8,14 @@ type Range = [ipaddr.IPv4 | ipaddr.IPv6, number];
  * A range with host bits set (10.0.0.1/8) is refused: it almost always hides a typo.
  */
 export function allowlistEntryProblem(entry: string): string | null {
-  if (!entry.includes('/')) return ipaddr.isValid(entry) ? null : `"${entry}" is not an IP address`;
+  const slash = entry.indexOf('/');
+  // ipaddr.js also reads inet_aton forms ("10.1" is 10.0.0.1, "010.0.0.1" is 8.0.0.1): a typo there would
+  // silently let in someone else, so only the standard notations are taken.
+  if (isIP(slash < 0 ? entry : entry.slice(0, slash)) === 0) {
+    return slash < 0 ? `"${entry}" is not an IP address` : `"${entry}" is not a CIDR range`;
+  }
+  if (slash < 0) return null;
+  if (!/^(0|[1-9][0-9]{0,2})$/.test(entry.slice(slash + 1))) return `"${entry}" is not a CIDR range`;
   let range: Range;
   try {
     range = ipaddr.parseCIDR(entry);
@@ -40,9 +48,14 @@ function parseCaller(ip: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
 
 function compile(entries: readonly string[]): Range[] {
   return entries.map((entry) => {
-    if (entry.includes('/')) return ipaddr.parseCIDR(entry);
-    const address = ipaddr.parse(entry);
-    return [address, address.kind() === 'ipv4' ? 32 : 128];
+    const [address, bits] = entry.includes('/')
+      ? ipaddr.parseCIDR(entry)
+      : ([ipaddr.parse(entry), entry.includes(':') ? 128 : 32] as Range);
+    // Callers in ::ffff:a.b.c.d form are matched as IPv4, so such an entry must be IPv4 too or it never matches.
+    if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress() && bits >= 96) {
+      return [(address as ipaddr.IPv6).toIPv4Address(), bits - 96];
+    }
+    return [address, bits];
   });
 }
 

@@ -28,3 +28,14 @@ export interface LimitSettings {
   lockoutFailures: number;
   lockoutSeconds: number;
 }
+
+/** The answer for a bucket holding `tokens` after the take (or the refusal), shared by every implementation. */
+export function rateDecision(allowed: boolean, tokens: number, burst: number, rate: number): RateDecision {
+  if (!allowed) return { allowed, remaining: 0, resetSeconds: Math.max(1, Math.ceil((1 - tokens) / rate)) };
+  const missing = 1 - (tokens - Math.floor(tokens));
+  return {
+    allowed,
+    remaining: Math.floor(tokens),
+    resetSeconds: tokens >= burst ? 0 : Math.max(1, Math.ceil(missing / rate)),
+  };
+}

@@ -1,4 +1,4 @@
-import type { LimitSettings, Limits, RateDecision } from './limits.js';
+import { type LimitSettings, type Limits, type RateDecision, rateDecision } from './limits.js';
 
 interface Bucket {
   tokens: number;
@@ -54,27 +54,10 @@ export class MemoryLimits implements Limits {
     bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.at) / 1000) * rate);
     bucket.at = now;
     this.#buckets.set(accountId, bucket);
-    if (bucket.tokens < 1) {
-      return {
-        allowed: false,
-        remaining: 0,
-        resetSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / rate)),
-      };
-    }
-    bucket.tokens -= 1;
-    return {
-      allowed: true,
-      remaining: Math.floor(bucket.tokens),
-      resetSeconds: secondsToNextToken(bucket.tokens, burst, rate),
-    };
+    const allowed = bucket.tokens >= 1;
+    if (allowed) bucket.tokens -= 1;
+    return rateDecision(allowed, bucket.tokens, burst, rate);
   }
 
   async close(): Promise<void> {}
-}
-
-/** Seconds until the bucket gains its next whole token; 0 when it is full. */
-export function secondsToNextToken(tokens: number, burst: number, rate: number): number {
-  if (tokens >= burst) return 0;
-  const missing = 1 - (tokens - Math.floor(tokens));
-  return Math.max(1, Math.ceil(missing / rate));
 }

@@ -65,7 +65,10 @@ const PatchBody = Type.Object(
 const IdParams = Type.Object({ id: Type.String({ description: 'Account UUID' }) });
 
 /** Rejects what the schema cannot express: whitelist entries and callback URLs. */
-function checkSettable(body: { ipWhitelist?: string[]; callbackUrl?: string | null }): void {
+function checkSettable(body: { name?: string; ipWhitelist?: string[]; callbackUrl?: string | null }): void {
+  if (body.name !== undefined && /\p{Cc}/u.test(body.name)) {
+    throw new ApiError('invalid_request', 'name must not contain control characters');
+  }
   for (const entry of body.ipWhitelist ?? []) {
     const problem = allowlistEntryProblem(entry);
     if (problem) throw new ApiError('invalid_request', `ipWhitelist: ${problem}`);

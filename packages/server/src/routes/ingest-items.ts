@@ -116,6 +116,10 @@ export function checkMessageItem(item: unknown): Checked<MessageUpsert> {
   if (typeof item.campaignId === 'string' && !isCampaignId(item.campaignId)) {
     return { ok: false, detail: 'campaignId must be 1-64 characters of A-Z a-z 0-9 . _ : -' };
   }
+  // PostgreSQL text cannot hold U+0000; refusing it everywhere keeps both engines alike.
+  if (typeof item.text === 'string' && item.text.includes('\u0000')) {
+    return { ok: false, detail: 'text must not contain the NUL character (U+0000)' };
+  }
   const inbound = item.direction === 'inbound';
   if (item.sms !== undefined && (channel !== 'SMS' || inbound)) {
     return { ok: false, detail: 'sms is only allowed on outbound SMS messages' };

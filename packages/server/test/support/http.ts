@@ -35,7 +35,10 @@ export interface Harness {
 
 export const START = Date.parse('2026-11-22T10:00:00.000Z');
 
-export async function startHarness(engine: EngineFixture, env: Record<string, string> = {}): Promise<Harness> {
+export async function startHarness(
+  engine: EngineFixture,
+  env: Record<string, string> = {},
+): Promise<Harness> {
   const config = loadConfig({
     DATABASE_URL: 'sqlite::memory:',
     WAYBILL_ADMIN_TOKEN: ADMIN_TOKEN,
@@ -74,7 +77,8 @@ export async function startHarness(engine: EngineFixture, env: Record<string, st
       return res.json() as CreatedAccount;
     },
     ingest: (accountId, messages) => admin('POST', `/admin/v1/accounts/${accountId}/messages`, { messages }),
-    receipts: (accountId, receipts) => admin('POST', `/admin/v1/accounts/${accountId}/receipts`, { receipts }),
+    receipts: (accountId, receipts) =>
+      admin('POST', `/admin/v1/accounts/${accountId}/receipts`, { receipts }),
     async close() {
       await app.close();
       await store.close();
@@ -98,4 +102,5 @@ export function useHarness(engine: EngineFixture, env: Record<string, string> = 
   };
 }
 
-export const basic = (key: string, secret: string) => `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`;
+export const basic = (key: string, secret: string) =>
+  `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`;

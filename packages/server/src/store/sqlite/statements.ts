@@ -1,4 +1,4 @@
-import type { Database, Statement } from 'better-sqlite3';
+import type { Database, RunResult } from 'better-sqlite3';
 import {
   ACCOUNT_COLUMNS,
   type AccountRow,
@@ -36,7 +36,7 @@ function historyStatement(
   db: Database,
   kind: HistoryKind,
   keyset: boolean,
-): Statement<[HistoryParams], MessageRow> {
+): Prepared<[HistoryParams], MessageRow> {
   const { index, where } = HISTORY_FILTERS[kind];
   // Row-value comparison under BINARY collation: the same total order as comparePositions, and an index
   // range rather than OFFSET, so rows arriving between pages cannot shift a later page.
@@ -64,28 +64,40 @@ interface AccountPatchParams {
   callback_url: string | null;
 }
 
+/**
+ * The part of a prepared statement the store uses, under a name of our own: better-sqlite3's types keep theirs
+ * in a namespace that declaration output cannot name.
+ */
+export interface Prepared<P extends unknown[], R> {
+  run(...params: P): RunResult;
+  get(...params: P): R | undefined;
+  all(...params: P): R[];
+}
+
 /** Every statement the store runs, prepared once when the store opens. */
 export function prepareStatements(db: Database) {
+  const prepare = <P extends unknown[] = [], R = unknown>(sql: string): Prepared<P, R> =>
+    db.prepare<P, R>(sql);
   const history = (kind: HistoryKind) => ({
     first: historyStatement(db, kind, false),
     next: historyStatement(db, kind, true),
   });
   return {
-    ping: db.prepare('SELECT 1'),
+    ping: prepare('SELECT 1'),
 
-    insertAccount: db.prepare<[NewAccountParams]>(
+    insertAccount: prepare<[NewAccountParams]>(
       `INSERT INTO accounts (${ACCOUNT_COLUMNS}, callback_secret)
        VALUES (@id, @name, @key, @secret_hash, @ip_whitelist, @dlr_query_enabled, @balance, @credit_limit,
                @callback_url, @created_at, @callback_secret)`,
     ),
-    anyAccount: db.prepare<[], { one: number }>('SELECT 1 AS one FROM accounts LIMIT 1'),
-    accountById: db.prepare<[string], AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = ?`),
-    accountByKey: db.prepare<[string], AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE key = ?`),
-    callbackSecret: db.prepare<[string], { callback_secret: string }>(
+    anyAccount: prepare<[], { one: number }>('SELECT 1 AS one FROM accounts LIMIT 1'),
+    accountById: prepare<[string], AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = ?`),
+    accountByKey: prepare<[string], AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE key = ?`),
+    callbackSecret: prepare<[string], { callback_secret: string }>(
       'SELECT callback_secret FROM accounts WHERE id = ?',
     ),
     // One statement for every PATCH shape: NULL means "not given", except callbackUrl, where NULL clears.
-    updateAccount: db.prepare<[AccountPatchParams], AccountRow>(
+    updateAccount: prepare<[AccountPatchParams], AccountRow>(
       `UPDATE accounts SET
          name = coalesce(@name, name),
          ip_whitelist = coalesce(@ip_whitelist, ip_whitelist),
@@ -96,37 +108,37 @@ export function prepareStatements(db: Database) {
        WHERE id = @id
        RETURNING ${ACCOUNT_COLUMNS}`,
     ),
-    setSecretHash: db.prepare<[Buffer, string], AccountRow>(
+    setSecretHash: prepare<[Buffer, string], AccountRow>(
       `UPDATE accounts SET secret_hash = ? WHERE id = ? RETURNING ${ACCOUNT_COLUMNS}`,
     ),
-    lastMessageSeq: db.prepare<[string], { last_message_seq: number }>(
+    lastMessageSeq: prepare<[string], { last_message_seq: number }>(
       'SELECT last_message_seq FROM accounts WHERE id = ?',
     ),
-    setLastMessageSeq: db.prepare<[number, string]>('UPDATE accounts SET last_message_seq = ? WHERE id = ?'),
+    setLastMessageSeq: prepare<[number, string]>('UPDATE accounts SET last_message_seq = ? WHERE id = ?'),
 
-    identity: db.prepare<[string, string, string], { contact_id: string }>(
+    identity: prepare<[string, string, string], { contact_id: string }>(
       'SELECT contact_id FROM identities WHERE account_id = ? AND channel = ? AND channel_user_id = ?',
     ),
-    identityOfContact: db.prepare<[string, string, string], { channel_user_id: string }>(
+    identityOfContact: prepare<[string, string, string], { channel_user_id: string }>(
       'SELECT channel_user_id FROM identities WHERE account_id = ? AND contact_id = ? AND channel = ?',
     ),
-    insertContact: db.prepare<[string, string]>(
+    insertContact: prepare<[string, string]>(
       'INSERT INTO contacts (account_id, id) VALUES (?, ?) ON CONFLICT DO NOTHING',
     ),
-    insertIdentity: db.prepare<[string, string, string, string]>(
+    insertIdentity: prepare<[string, string, string, string]>(
       'INSERT INTO identities (account_id, channel, channel_user_id, contact_id) VALUES (?, ?, ?, ?)',
     ),
-    conversation: db.prepare<[string, string, string], { id: string }>(
+    conversation: prepare<[string, string, string], { id: string }>(
       'SELECT id FROM conversations WHERE account_id = ? AND contact_id = ? AND channel = ?',
     ),
-    insertConversation: db.prepare<[string, string, string, string]>(
+    insertConversation: prepare<[string, string, string, string]>(
       'INSERT INTO conversations (account_id, contact_id, channel, id) VALUES (?, ?, ?, ?)',
     ),
 
-    message: db.prepare<[string, string, string], MessageRow>(
+    message: prepare<[string, string, string], MessageRow>(
       `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE account_id = ? AND id = ? AND channel_user_id = ?`,
     ),
-    insertMessage: db.prepare<[MessageParams & { seq: number; created_at: number }]>(
+    insertMessage: prepare<[MessageParams & { seq: number; created_at: number }]>(
       `INSERT INTO messages (account_id, seq, created_at, id, channel, direction, contact_id, channel_user_id,
          conversation_id, campaign_id, text, content, status, sms_status, network, price, counts, dr_statuscode,
          dr_errcode, dr_time)
@@ -135,7 +147,7 @@ export function prepareStatements(db: Database) {
                @dr_statuscode, @dr_errcode, @dr_time)`,
     ),
     // createdAt and the ingest sequence never change once a record exists.
-    updateMessage: db.prepare<[MessageParams]>(
+    updateMessage: prepare<[MessageParams]>(
       `UPDATE messages SET channel = @channel, direction = @direction, contact_id = @contact_id,
          conversation_id = @conversation_id, campaign_id = @campaign_id, text = @text, content = @content,
          status = @status, sms_status = @sms_status, network = @network, price = @price, counts = @counts,
@@ -143,12 +155,12 @@ export function prepareStatements(db: Database) {
        WHERE account_id = @account_id AND id = @id AND channel_user_id = @channel_user_id`,
     ),
     // The primary key finds every recipient of the id; sorting that handful by seq is cheap.
-    dlr: db.prepare<[string, string], MessageRow>(
+    dlr: prepare<[string, string], MessageRow>(
       `SELECT ${MESSAGE_COLUMNS} FROM messages
        WHERE account_id = ? AND id = ? AND sms_status IS NOT NULL
        ORDER BY seq`,
     ),
-    messagesByIds: db.prepare<[{ account: string; ids: string; campaign: string | null }], MessageRow>(
+    messagesByIds: prepare<[{ account: string; ids: string; campaign: string | null }], MessageRow>(
       `SELECT ${MESSAGE_COLUMNS} FROM messages
        WHERE account_id = @account AND id IN (SELECT value FROM json_each(@ids))
          AND (@campaign IS NULL OR campaign_id = @campaign)
@@ -161,7 +173,7 @@ export function prepareStatements(db: Database) {
       campaignChannel: history('campaignChannel'),
     } satisfies Record<HistoryKind, unknown>,
     // Walks the history index one conversation at a time, so only the expired range of each is visited.
-    prune: db.prepare<[number]>(
+    prune: prepare<[number]>(
       `DELETE FROM messages
        WHERE (account_id, conversation_id) IN (SELECT account_id, id FROM conversations) AND created_at < ?`,
     ),

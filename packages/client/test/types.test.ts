@@ -1,0 +1,124 @@
+import { describe, expectTypeOf, it } from 'vitest';
+import {
+  type ApiError,
+  type Channel,
+  type DlrItem,
+  type DrErrcode,
+  type DrStatuscode,
+  describeErrcode,
+  hasReceipt,
+  type InvalidCredentialsError,
+  isApiError,
+  isDelivered,
+  isRateLimitError,
+  type MessagePage,
+  type MessagePager,
+  type MessageRecord,
+  type RateLimitError,
+  type RequestOptions,
+  type SendStatus,
+  verifyWebhook,
+  WaybillClient,
+  type WaybillClientOptions,
+  type WaybillWarning,
+  type WebhookVerificationFailure,
+} from '../src/index.js';
+
+// Real values: vitest runs this file too; the assertions themselves are checked by tsc.
+const client = new WaybillClient({
+  baseUrl: 'http://x.test',
+  key: 'K',
+  secret: 'S',
+  fetch: async () => Response.json([]),
+});
+const item = { type: 'dlr', messageid: 'm', to: '1', status: '0', price: 0, counts: 1 } as DlrItem;
+
+describe('public types', () => {
+  it('pins the client options', () => {
+    expectTypeOf<WaybillClientOptions>().toHaveProperty('baseUrl').toEqualTypeOf<string | undefined>();
+    expectTypeOf<WaybillClientOptions['onWarning']>().toEqualTypeOf<
+      ((warning: WaybillWarning) => void) | undefined
+    >();
+    expectTypeOf(globalThis.fetch).toExtend<NonNullable<WaybillClientOptions['fetch']>>();
+    expectTypeOf(WaybillClient).constructorParameters.toEqualTypeOf<
+      [options?: WaybillClientOptions | undefined]
+    >();
+  });
+
+  it('pins dlr.get', () => {
+    expectTypeOf(client.dlr.get).parameters.toEqualTypeOf<
+      [messageId: string, options?: RequestOptions | undefined]
+    >();
+    expectTypeOf<ReturnType<typeof client.dlr.get>>().toEqualTypeOf<Promise<DlrItem[]>>();
+    expectTypeOf(item.status).toEqualTypeOf<SendStatus>();
+    expectTypeOf(item.to).toBeString();
+    expectTypeOf(item.drTimeDate).toEqualTypeOf<Date | undefined>();
+    if (hasReceipt(item)) {
+      expectTypeOf(item.drTimeDate).toEqualTypeOf<Date>();
+      expectTypeOf(item.drTime).toBeString();
+      expectTypeOf(item.drStatus).toEqualTypeOf<0 | 400>();
+      expectTypeOf(item.drStatuscode).toEqualTypeOf<DrStatuscode>();
+      expectTypeOf(item.drErrcode).toExtend<string>();
+      expectTypeOf<DrErrcode>().toExtend<typeof item.drErrcode>();
+    }
+    if (item.drStatus !== undefined) expectTypeOf(item.drTime).toBeString();
+    if (isDelivered(item)) expectTypeOf(item.drTimeDate).toEqualTypeOf<Date>();
+  });
+
+  it('pins the receipt helpers', () => {
+    expectTypeOf(describeErrcode('8')).toEqualTypeOf<string>();
+    expectTypeOf(describeErrcode('42' as string)).toEqualTypeOf<string | undefined>();
+    expectTypeOf(describeErrcode).toBeCallableWith(8);
+  });
+
+  it('pins the message methods', () => {
+    expectTypeOf<ReturnType<typeof client.messages.get>>().toEqualTypeOf<Promise<MessageRecord[]>>();
+    expectTypeOf(client.messages.get).toBeCallableWith(new Set(['a']));
+    const pager = client.messages.history({ channel: 'SMS', channelUserId: '447700900123' });
+    expectTypeOf(pager).toEqualTypeOf<MessagePager>();
+    expectTypeOf(pager).toExtend<AsyncIterable<MessageRecord>>();
+    expectTypeOf(pager.pages()).toExtend<AsyncIterable<MessagePage>>();
+    expectTypeOf<ReturnType<typeof pager.take>>().toEqualTypeOf<Promise<MessageRecord[]>>();
+    expectTypeOf(client.messages.campaign('spring')).toEqualTypeOf<MessagePager>();
+    expectTypeOf<MessagePage['nextCursor']>().toEqualTypeOf<string | null>();
+    expectTypeOf<MessageRecord['channel']>().toEqualTypeOf<Channel>();
+    expectTypeOf<MessageRecord['campaignId']>().toEqualTypeOf<string | null>();
+  });
+
+  it('demands exactly one of channelUserId and contactId', () => {
+    client.messages.history({ channel: 'SMS', contactId: 'c' });
+    // @ts-expect-error both given
+    client.messages.history({ channel: 'SMS', contactId: 'c', channelUserId: 'u' });
+    // @ts-expect-error neither given
+    client.messages.history({ channel: 'SMS' });
+    // @ts-expect-error not a channel
+    client.messages.history({ channel: 'EMAIL', contactId: 'c' });
+  });
+
+  it('pins the error classes', () => {
+    expectTypeOf<InvalidCredentialsError['code']>().toEqualTypeOf<4>();
+    expectTypeOf<RateLimitError['code']>().toEqualTypeOf<429>();
+    expectTypeOf<RateLimitError['retryAfterSeconds']>().toEqualTypeOf<number | undefined>();
+    expectTypeOf<ApiError['status']>().toBeNumber();
+    expectTypeOf<ApiError['requestId']>().toEqualTypeOf<string | undefined>();
+    expectTypeOf<ApiError['problemCode']>().toEqualTypeOf<string | undefined>();
+    expectTypeOf<InvalidCredentialsError>().toExtend<ApiError>();
+    expectTypeOf(isApiError).guards.toEqualTypeOf<ApiError>();
+    expectTypeOf(isRateLimitError).guards.toEqualTypeOf<RateLimitError>();
+  });
+
+  it('pins verifyWebhook', () => {
+    expectTypeOf(verifyWebhook).toBeCallableWith('{}', new Headers(), 'whsec_x');
+    expectTypeOf(verifyWebhook).toBeCallableWith(
+      new Uint8Array(),
+      { 'webhook-id': ['a'], other: undefined },
+      's',
+      {
+        toleranceSeconds: 60,
+        now: new Date(),
+      },
+    );
+    expectTypeOf<ReturnType<typeof verifyWebhook>>().toEqualTypeOf<Promise<DlrItem>>();
+    expectTypeOf<WebhookVerificationFailure>().toExtend<string>();
+  });
+});

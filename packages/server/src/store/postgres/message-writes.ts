@@ -1,0 +1,172 @@
+import type pg from 'pg';
+import type { StoredMessage } from '../../domain/records.js';
+import { MESSAGE_COLUMNS, type MessageRow, messageFromRow, recordKey } from './rows.js';
+
+/**
+ * The batch statements shared by message and receipt ingest. Each takes whole arrays (`unnest`), so a batch
+ * of a thousand records is a handful of round trips rather than thousands, and each statement's text is
+ * fixed, so it is a named prepared statement.
+ */
+
+/** A record's identity row: where its one row lives (created_at never changes) and its ingest order. */
+export interface KeyRow {
+  id: string;
+  channel_user_id: string;
+  created_at: Date;
+  seq: number;
+}
+
+/**
+ * Locks the identity rows of these records (those that exist) until the transaction ends, in key order so
+ * that concurrent batches queue rather than deadlock. Everything read about a record afterwards is current:
+ * whoever held the lock before us has committed.
+ */
+export async function lockKeys(
+  client: pg.PoolClient,
+  accountId: string,
+  keys: readonly { id: string; channelUserId: string }[],
+): Promise<KeyRow[]> {
+  const result = await client.query<KeyRow>({
+    name: 'wb_lock_keys',
+    text: `SELECT k.id, k.channel_user_id, k.created_at, k.seq
+           FROM message_keys k
+           JOIN unnest($2::text[], $3::text[]) AS u (id, channel_user_id)
+             ON k.id = u.id AND k.channel_user_id = u.channel_user_id
+           WHERE k.account_id = $1
+           ORDER BY k.id, k.channel_user_id
+           FOR UPDATE OF k`,
+    values: [accountId, keys.map((k) => k.id), keys.map((k) => k.channelUserId)],
+  });
+  return result.rows;
+}
+
+/** Locks the identity rows of every record with one of these message ids (all recipients of each). */
+export async function lockKeysOfIds(
+  client: pg.PoolClient,
+  accountId: string,
+  ids: readonly string[],
+): Promise<KeyRow[]> {
+  const result = await client.query<KeyRow>({
+    name: 'wb_lock_keys_of_ids',
+    text: `SELECT k.id, k.channel_user_id, k.created_at, k.seq
+           FROM message_keys k
+           WHERE k.account_id = $1 AND k.id = ANY($2::text[])
+           ORDER BY k.id, k.channel_user_id
+           FOR UPDATE`,
+    values: [accountId, ids],
+  });
+  return result.rows;
+}
+
+/**
+ * Reads the records of these (locked) keys. A separate statement from the lock on purpose: it takes a fresh
+ * snapshot after the lock was granted. A plain set-wise join, unlike the per-record LATERAL of the id
+ * lookups (rows.ts joinRecord): for a batch of hundreds of records one pass over each month's index is
+ * cheaper than pruning afresh for every record (measured here: ≈0.1 s against ≈0.7 s for 1000 records).
+ */
+export async function readRecords(
+  client: pg.PoolClient,
+  accountId: string,
+  keys: readonly KeyRow[],
+): Promise<Map<string, StoredMessage>> {
+  const records = new Map<string, StoredMessage>();
+  if (keys.length === 0) return records;
+  const result = await client.query<MessageRow>({
+    name: 'wb_read_records',
+    text: `SELECT ${MESSAGE_COLUMNS}
+           FROM messages m
+           JOIN unnest($2::text[], $3::text[], $4::timestamptz[]) AS u (id, channel_user_id, created_at)
+             ON m.id = u.id AND m.channel_user_id = u.channel_user_id AND m.created_at = u.created_at
+           WHERE m.account_id = $1`,
+    values: [
+      accountId,
+      keys.map((k) => k.id),
+      keys.map((k) => k.channel_user_id),
+      keys.map((k) => k.created_at.toISOString()),
+    ],
+  });
+  for (const row of result.rows) records.set(recordKey(row.id, row.channel_user_id), messageFromRow(row));
+  return records;
+}
+
+/**
+ * Inserts identity rows for new records, numbering them in the given (first-ingested) order. Returns false
+ * when any of them already existed: a concurrent batch created it after we looked, and the caller must start
+ * over to merge into what that batch wrote.
+ */
+export async function insertKeys(
+  client: pg.PoolClient,
+  accountId: string,
+  records: readonly StoredMessage[],
+): Promise<boolean> {
+  if (records.length === 0) return true;
+  const result = await client.query({
+    name: 'wb_insert_keys',
+    // The ordered subquery makes nextval() run in batch order, so the sequence follows the items.
+    text: `INSERT INTO message_keys (account_id, id, channel_user_id, created_at, seq)
+           SELECT $1, u.id, u.channel_user_id, u.created_at, nextval('message_seq')
+           FROM (
+             SELECT * FROM unnest($2::text[], $3::text[], $4::timestamptz[])
+               WITH ORDINALITY AS t (id, channel_user_id, created_at, ord)
+             ORDER BY ord
+           ) u
+           ON CONFLICT DO NOTHING
+           RETURNING id`,
+    values: [
+      accountId,
+      records.map((r) => r.id),
+      records.map((r) => r.channelUserId),
+      records.map((r) => r.createdAt.toISOString()),
+    ],
+  });
+  return result.rowCount === records.length;
+}
+
+/**
+ * Writes whole records: inserts the new ones, overwrites the existing ones (found by their full primary key,
+ * created_at included, which is the same row since created_at never changes). Each key at most once.
+ */
+export async function upsertRecords(
+  client: pg.PoolClient,
+  accountId: string,
+  records: readonly StoredMessage[],
+): Promise<void> {
+  if (records.length === 0) return;
+  await client.query({
+    name: 'wb_upsert_records',
+    text: `INSERT INTO messages (account_id, id, channel_user_id, created_at, channel, direction, contact_id,
+             conversation_id, campaign_id, text, content, status, sms_status, network, price, counts,
+             dr_statuscode, dr_errcode, dr_time)
+           SELECT $1::uuid, * FROM unnest($2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[],
+             $7::uuid[], $8::uuid[], $9::text[], $10::text[], $11::json[], $12::text[], $13::text[], $14::text[],
+             $15::numeric[], $16::integer[], $17::text[], $18::text[], $19::timestamptz[])
+           ON CONFLICT (account_id, id, channel_user_id, created_at) DO UPDATE SET
+             channel = EXCLUDED.channel, direction = EXCLUDED.direction, contact_id = EXCLUDED.contact_id,
+             conversation_id = EXCLUDED.conversation_id, campaign_id = EXCLUDED.campaign_id,
+             text = EXCLUDED.text, content = EXCLUDED.content, status = EXCLUDED.status,
+             sms_status = EXCLUDED.sms_status, network = EXCLUDED.network, price = EXCLUDED.price,
+             counts = EXCLUDED.counts, dr_statuscode = EXCLUDED.dr_statuscode,
+             dr_errcode = EXCLUDED.dr_errcode, dr_time = EXCLUDED.dr_time`,
+    values: [
+      accountId,
+      records.map((r) => r.id),
+      records.map((r) => r.channelUserId),
+      records.map((r) => r.createdAt.toISOString()),
+      records.map((r) => r.channel),
+      records.map((r) => r.direction),
+      records.map((r) => r.contactId),
+      records.map((r) => r.conversationId),
+      records.map((r) => r.campaignId),
+      records.map((r) => r.text),
+      records.map((r) => (r.content === null ? null : JSON.stringify(r.content))),
+      records.map((r) => r.status),
+      records.map((r) => r.sms?.status ?? null),
+      records.map((r) => r.sms?.network ?? null),
+      records.map((r) => r.sms?.price ?? null),
+      records.map((r) => r.sms?.counts ?? null),
+      records.map((r) => r.sms?.receipt?.drStatuscode ?? null),
+      records.map((r) => r.sms?.receipt?.drErrcode ?? null),
+      records.map((r) => r.sms?.receipt?.drTime.toISOString() ?? null),
+    ],
+  });
+}

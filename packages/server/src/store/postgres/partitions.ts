@@ -1,0 +1,120 @@
+import type pg from 'pg';
+import { quoteIdent } from './pool.js';
+
+/**
+ * Month partitions of `messages`: `messages_pYYYYMM` holds [first instant of the month, first of the next),
+ * UTC. They are made on demand by ingest and dropped whole by prune.
+ */
+
+const PARTITION_NAME = /^messages_p(\d{4})(\d{2})$/;
+
+// Only months near the present get a partition of their own; a record dated far away (a typo, a backfill
+// from 1999) lands in the default partition rather than adding one partition per stray month.
+const MONTHS_BACK = 120;
+const MONTHS_AHEAD = 12;
+
+/** The first instant (epoch ms) of the UTC month holding `date`. */
+export const monthStart = (date: Date): number => Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1);
+
+const nextMonth = (start: number): number => {
+  const d = new Date(start);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+};
+
+export function partitionName(start: number): string {
+  const d = new Date(start);
+  return `messages_p${d.getUTCFullYear().toString().padStart(4, '0')}${(d.getUTCMonth() + 1).toString().padStart(2, '0')}`;
+}
+
+/** The bounds of a month partition, from its name; null for any other table (the default partition). */
+export function partitionBounds(name: string): { from: number; to: number } | null {
+  const match = PARTITION_NAME.exec(name);
+  if (!match) return null;
+  const from = Date.UTC(Number(match[1]), Number(match[2]) - 1, 1);
+  return { from, to: nextMonth(from) };
+}
+
+/** Serializes partition DDL of one schema across processes (creation here, dropping in prune). */
+export const lockPartitions = async (client: pg.PoolClient, schema: string): Promise<void> => {
+  await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`waybill:partitions:${schema}`]);
+};
+
+/**
+ * Makes sure every month among `dates` that deserves a partition has one. `known` caches the partitions this
+ * process has seen, so the common case costs nothing; a miss takes the partition lock and re-checks, so two
+ * processes never race on the DDL.
+ *
+ * The partition is created detached, filled with whatever the default partition holds for its month, then
+ * attached: attaching is what PostgreSQL allows while the default partition may hold rows of that range
+ * (CREATE TABLE … PARTITION OF would fail), and it builds the partition's indexes from the parent's.
+ */
+export async function ensurePartitions(
+  pool: pg.Pool,
+  schema: string,
+  dates: readonly Date[],
+  now: Date,
+  known: Set<string>,
+): Promise<void> {
+  const earliest = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - MONTHS_BACK, 1);
+  const latest = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + MONTHS_AHEAD, 1);
+  const wanted = new Map<string, number>();
+  for (const date of dates) {
+    const start = monthStart(date);
+    if (start < earliest || start > latest) continue;
+    const name = partitionName(start);
+    if (!known.has(name)) wanted.set(name, start);
+  }
+  if (wanted.size === 0) return;
+
+  const client = await pool.connect();
+  try {
+    for (const [name, start] of wanted) {
+      await client.query('BEGIN');
+      try {
+        await lockPartitions(client, schema);
+        const exists = await client.query<{ found: string | null }>('SELECT to_regclass($1) AS found', [
+          `${quoteIdent(schema)}.${quoteIdent(name)}`,
+        ]);
+        if (exists.rows[0]?.found == null) {
+          const table = quoteIdent(name);
+          const from = new Date(start).toISOString();
+          const to = new Date(nextMonth(start)).toISOString();
+          await client.query(
+            `CREATE TABLE ${table} (LIKE messages INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`,
+          );
+          await client.query(
+            `WITH moved AS (
+               DELETE FROM messages_default WHERE created_at >= '${from}' AND created_at < '${to}' RETURNING *
+             ) INSERT INTO ${table} SELECT * FROM moved`,
+          );
+          await client.query(
+            `ALTER TABLE messages ATTACH PARTITION ${table} FOR VALUES FROM ('${from}') TO ('${to}')`,
+          );
+        }
+        await client.query('COMMIT');
+        known.add(name);
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      }
+    }
+  } finally {
+    client.release();
+  }
+}
+
+/** The month partitions that currently exist, oldest first. */
+export async function listPartitions(
+  client: pg.PoolClient,
+): Promise<{ name: string; from: number; to: number }[]> {
+  const result = await client.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+     WHERE i.inhparent = 'messages'::regclass`,
+  );
+  return result.rows
+    .flatMap((row) => {
+      const bounds = partitionBounds(row.name);
+      return bounds ? [{ name: row.name, ...bounds }] : [];
+    })
+    .sort((a, b) => a.from - b.from);
+}

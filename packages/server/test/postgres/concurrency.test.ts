@@ -1,0 +1,133 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { MessageUpsert } from '../../src/domain/ingest.js';
+import type { Account } from '../../src/domain/records.js';
+import type { Store } from '../../src/store/store.js';
+import { NOW, newAccount, receipt } from '../conformance/fixtures.js';
+import { dropSchema, freshSchema, openStore, POSTGRES_URL, sql } from './harness.js';
+
+/** Two stores on one schema, each with its own pool: two Waybill instances sharing a database. */
+describe.skipIf(!POSTGRES_URL)('PostgreSQL concurrent ingest', () => {
+  let schema: string;
+  let one: Store;
+  let two: Store;
+  let account: Account;
+
+  beforeEach(async () => {
+    schema = freshSchema();
+    one = openStore(schema);
+    two = openStore(schema);
+    await one.migrate();
+    await two.migrate();
+    account = await one.createAccount(newAccount());
+  });
+  afterEach(async () => {
+    await Promise.all([one.close(), two.close()]);
+    await dropSchema(schema);
+  });
+
+  /** A mixed batch: SMS ids to several numbers, WhatsApp messages, repeats of one contact's identity. */
+  function batch(from: number, to: number, text: string): MessageUpsert[] {
+    const items: MessageUpsert[] = [];
+    for (let i = from; i < to; i++) {
+      const at = new Date(NOW.getTime() - i * 60_000);
+      items.push({
+        id: `m-${i}`,
+        channel: 'SMS',
+        channelUserId: `4477009${(i % 40).toString().padStart(5, '0')}`,
+        createdAt: at,
+        text,
+      });
+      if (i % 3 === 0)
+        items.push({
+          id: `m-${i}`,
+          channel: 'SMS',
+          channelUserId: `3361234${i.toString().padStart(4, '0')}`,
+          createdAt: at,
+          text,
+        });
+      if (i % 5 === 0)
+        items.push({
+          id: `w-${i}`,
+          channel: 'WHATSAPP',
+          channelUserId: `wa-user-${i % 7}`,
+          createdAt: at,
+          text,
+        });
+    }
+    return items;
+  }
+
+  async function counts() {
+    const [row] = await sql<Record<string, number>>(
+      schema,
+      `SELECT (SELECT count(*)::int FROM messages) AS messages,
+              (SELECT count(*)::int FROM message_keys) AS keys,
+              (SELECT count(*)::int FROM identities) AS identities,
+              (SELECT count(*)::int FROM contacts) AS contacts,
+              (SELECT count(*)::int FROM conversations) AS conversations,
+              (SELECT count(DISTINCT seq)::int FROM message_keys) AS seqs`,
+    );
+    return row;
+  }
+
+  it('duplicates nothing when two instances ingest the same batch at once', { timeout: 60_000 }, async () => {
+    const items = batch(0, 300, 'hello');
+    const distinctRecords = new Set(items.map((i) => `${i.id}|${i.channelUserId}`)).size;
+    const distinctIdentities = new Set(items.map((i) => `${i.channel}|${i.channelUserId}`)).size;
+    for (let round = 0; round < 3; round++) {
+      const outcomes = await Promise.all([
+        one.ingestMessages(account.id, items, NOW),
+        two.ingestMessages(account.id, items, NOW),
+      ]);
+      for (const outcome of outcomes)
+        expect(outcome).toEqual({ ok: true, value: { accepted: items.length } });
+    }
+    expect(await counts()).toEqual({
+      messages: distinctRecords,
+      keys: distinctRecords,
+      identities: distinctIdentities,
+      contacts: distinctIdentities,
+      conversations: distinctIdentities,
+      seqs: distinctRecords,
+    });
+    // Every SMS recipient of an id is listed once, whichever instance wrote it.
+    expect((await two.findDlr(account.id, 'm-3')).map((m) => m.channelUserId)).toEqual([
+      '447700900003',
+      '33612340003',
+    ]);
+  });
+
+  it('loses nothing when overlapping batches race', { timeout: 60_000 }, async () => {
+    const left = batch(0, 200, 'left');
+    const right = batch(100, 300, 'right');
+    const outcomes = await Promise.all([
+      one.ingestMessages(account.id, left, NOW),
+      two.ingestMessages(account.id, right, NOW),
+    ]);
+    expect(outcomes.every((o) => o.ok)).toBe(true);
+    const all = [...left, ...right];
+    const distinctRecords = new Set(all.map((i) => `${i.id}|${i.channelUserId}`)).size;
+    expect((await counts())?.messages).toBe(distinctRecords);
+    // The overlap holds one batch's text or the other's, whole: never a mix of nothing.
+    const overlap = await one.findMessagesByIds(account.id, ['m-150', 'm-150']);
+    expect(overlap.length).toBe(2);
+    expect(new Set(overlap.map((m) => m.text)).size).toBe(1);
+    const edges = await one.findMessagesByIds(account.id, ['m-0', 'm-297']);
+    expect(edges.map((m) => m.text).sort()).toEqual(['left', 'left', 'right', 'right']);
+  });
+
+  it('applies each receipt once when two instances send the same receipts at once', {
+    timeout: 60_000,
+  }, async () => {
+    const items = batch(0, 50, 'x').filter((i) => i.channel === 'SMS' && Number(i.id.slice(2)) % 3 !== 0);
+    await one.ingestMessages(account.id, items, NOW);
+    const receipts = items.map((i) => receipt(i.id, 'delivered', new Date(NOW.getTime() + 1000)));
+    const [a, b] = await Promise.all([
+      one.ingestReceipts(account.id, receipts, NOW),
+      two.ingestReceipts(account.id, receipts, NOW),
+    ]);
+    if (!a?.ok || !b?.ok) throw new Error('receipts refused');
+    expect(a.value.applied + b.value.applied).toBe(receipts.length);
+    expect(a.value.ignored + b.value.ignored).toBe(receipts.length);
+  });
+});

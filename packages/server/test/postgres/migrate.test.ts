@@ -1,0 +1,44 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Store } from '../../src/store/store.js';
+import { dropSchema, freshSchema, openStore, POSTGRES_URL, sql } from './harness.js';
+
+describe.skipIf(!POSTGRES_URL)('PostgreSQL migrate()', () => {
+  const schema = freshSchema();
+  const stores: Store[] = [];
+  afterEach(async () => {
+    await Promise.all(stores.splice(0).map((s) => s.close()));
+    await dropSchema(schema);
+  });
+
+  it('is safe when several instances start at once on a schema that does not exist yet', async () => {
+    stores.push(...Array.from({ length: 4 }, () => openStore(schema)));
+    await Promise.all(stores.map((s) => s.migrate()));
+
+    const applied = await sql<{ version: number }>(schema, 'SELECT version FROM schema_migrations');
+    expect(applied.map((r) => r.version)).toEqual([1]);
+    // Running it again is a no-op, and the store works.
+    await stores[0]?.migrate();
+    await stores[1]?.ping();
+    expect(await stores[1]?.hasAccounts()).toBe(false);
+  });
+
+  it('leads every primary key and index with account_id, but the one on accounts.key', async () => {
+    stores.push(openStore(schema));
+    await stores[0]?.migrate();
+    const indexes = await sql<{ table: string; index: string; first: string }>(
+      schema,
+      `SELECT t.relname AS table, i.relname AS index, a.attname AS first
+       FROM pg_index x
+       JOIN pg_class i ON i.oid = x.indexrelid
+       JOIN pg_class t ON t.oid = x.indrelid
+       JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = x.indkey[0]
+       WHERE t.relnamespace = $1::regnamespace AND t.relname <> 'schema_migrations'`,
+      [schema],
+    );
+    expect(indexes.length).toBeGreaterThan(5);
+    const offenders = indexes.filter(
+      (r) => r.first !== 'account_id' && !(r.table === 'accounts' && (r.first === 'id' || r.first === 'key')),
+    );
+    expect(offenders).toEqual([]);
+  });
+});
