@@ -1,14 +1,16 @@
 import { parseArgs } from 'node:util';
 import type { Channel, MessageRecord } from '@waybill/client';
+import { parseChannel } from '../domain/formats.js';
+import { CHANNELS } from '../domain/vocabulary.js';
 import {
   CLIENT_OPTIONS,
   clientFromFlags,
-  EXIT,
   renderTable,
   reportFailure,
   requestOptions,
   usageError,
-} from './dlr.js';
+} from './client-commands.js';
+import { EXIT } from './options.js';
 
 /** `waybill messages`: stored messages by id, or a contact's (or a campaign's) recent history, through the SDK. */
 
@@ -34,7 +36,6 @@ Shows stored messages, oldest first: the ones with the given ids (any number of 
 
 Exit codes: 0 success, 1 the API answered with an error, 2 bad usage, 3 the server could not be reached.`;
 
-const CHANNELS: readonly Channel[] = ['WHATSAPP', 'APPLEMB', 'VIBER', 'SMS', 'TELEGRAM', 'RBM'];
 const MAX_PAGE_SIZE = 100;
 
 export async function messagesCommand(args: string[]): Promise<number> {
@@ -135,7 +136,7 @@ function planQuery(values: {
   let channel: Channel | undefined;
   if (values.channel !== undefined) {
     const upper = values.channel.trim().toUpperCase();
-    channel = CHANNELS.find((c) => c === upper);
+    channel = parseChannel(upper) ?? undefined;
     if (channel === undefined) return `unknown channel ${values.channel}: use one of ${CHANNELS.join(', ')}`;
   }
   const limit = values.limit === undefined ? 20 : Number(values.limit);

@@ -98,12 +98,14 @@ export async function accountOr404(ctx: AppContext, id: string): Promise<Account
 /** `/admin/v1/accounts…` — create, read, change, rotate the secret (CONTRACT §5). */
 export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const tags = ['operator'];
+  const security = [{ adminToken: [] }];
   app.post(
     '/accounts',
     {
       schema: {
         summary: 'Create an account; its secret and callbackSecret are shown only in this answer',
         tags,
+        security,
         body: CreateBody,
         response: { 201: CreatedAccountSchema, ...problemResponses(400, 401) },
       },
@@ -125,6 +127,7 @@ export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext):
       schema: {
         summary: 'Read an account',
         tags,
+        security,
         params: IdParams,
         response: { 200: AccountSchema, ...problemResponses(401, 404) },
       },
@@ -138,6 +141,7 @@ export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext):
       schema: {
         summary: 'Change the given fields (callbackUrl: null clears it)',
         tags,
+        security,
         params: IdParams,
         body: PatchBody,
         response: { 200: AccountSchema, ...problemResponses(400, 401, 404) },
@@ -164,6 +168,7 @@ export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext):
       schema: {
         summary: 'Rotate the secret: the old one stops working and any lockout of the key is cleared',
         tags,
+        security,
         params: IdParams,
         response: { 200: AccountWithSecretSchema, ...problemResponses(401, 404) },
       },

@@ -14,6 +14,16 @@ import type { Channel } from '../domain/vocabulary.js';
  * `contactId` and `campaignId` is set; `contactId` always comes with `channel`, and with `campaignId` alone
  * `channel` is an optional filter.
  */
+/** How an ingest batch runs. */
+export interface IngestOptions {
+  /**
+   * Check the batch against the stored state and report its item errors, but write nothing. The operator API
+   * uses it to name the state errors of the well-formed items when other items of the batch are malformed.
+   * @default false
+   */
+  dryRun?: boolean;
+}
+
 export interface HistoryQuery {
   contactId?: string;
   channel?: Channel;
@@ -59,13 +69,19 @@ export interface Store {
     accountId: string,
     items: MessageUpsert[],
     now: Date,
+    options?: IngestOptions,
   ): Promise<BatchOutcome<{ accepted: number }>>;
   /**
    * Applies a batch of receipts in order, in one transaction, all or nothing, under the precedence of
    * CONTRACT §5 (domain/ingest.ts `applyReceipt`). The item error is a missing `to` for a message with
    * several recipients.
    */
-  ingestReceipts(accountId: string, items: ReceiptInput[], now: Date): Promise<BatchOutcome<ReceiptOutcome>>;
+  ingestReceipts(
+    accountId: string,
+    items: ReceiptInput[],
+    now: Date,
+    options?: IngestOptions,
+  ): Promise<BatchOutcome<ReceiptOutcome>>;
 
   /** The outbound SMS recipients of one message id, in the order they were first ingested. */
   findDlr(accountId: string, messageId: string): Promise<StoredMessage[]>;

@@ -24,6 +24,7 @@ export async function ingestMessagesOnce(
   accountId: string,
   items: readonly MessageUpsert[],
   now: Date,
+  dryRun = false,
 ): Promise<TransactionResult<BatchOutcome<{ accepted: number }>> | typeof RETRY> {
   const errors: ItemError[] = [];
 
@@ -151,6 +152,8 @@ export async function ingestMessagesOnce(
     errors.sort((a, b) => a.index - b.index);
     return { commit: false, value: { ok: false, errors } };
   }
+  // Every item error is known before the first write.
+  if (dryRun) return { commit: false, value: { ok: true, value: { accepted: items.length } } };
 
   // 4. Writes, set-wise. Contacts first (identities and conversations reference them).
   if (newContacts.size > 0) {

@@ -20,6 +20,7 @@ export async function ingestReceiptsOnce(
   client: pg.PoolClient,
   accountId: string,
   items: readonly ReceiptInput[],
+  dryRun = false,
 ): Promise<TransactionResult<BatchOutcome<ReceiptOutcome>>> {
   const ids = [...new Set(items.map((i) => i.messageId))];
   const keyRows = await lockKeysOfIds(client, accountId, ids);
@@ -69,6 +70,7 @@ export async function ingestReceiptsOnce(
   });
 
   if (errors.length > 0) return { commit: false, value: { ok: false, errors } };
+  if (dryRun) return { commit: false, value: { ok: true, value: outcome } };
   await upsertRecords(client, accountId, [...changed.values()]);
   return { commit: true, value: { ok: true, value: outcome } };
 }

@@ -60,6 +60,7 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
   const accountQuery = async (name: string, text: string, values: unknown[], pool = primary) =>
     (await pool.query<AccountRow>({ name, text, values })).rows[0];
 
+  let closed = false;
   return {
     engine: 'postgres',
 
@@ -71,6 +72,9 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
       if (replica !== primary) await replica.query('SELECT 1');
     },
     async close() {
+      // pg refuses to end a pool twice; a second close (shutdown racing a failure path) is a no-op here.
+      if (closed) return;
+      closed = true;
       await primary.end();
       if (replica !== primary) await replica.end();
     },
@@ -171,7 +175,7 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
       return row ? accountFromRow(row) : null;
     },
 
-    async ingestMessages(accountId, items, now) {
+    async ingestMessages(accountId, items, now, options) {
       // Partition DDL runs before, in transactions of its own: it must not hold the batch's row locks while
       // it waits for the parent table, and a created partition stays useful even if the batch is refused.
       await ensurePartitions(
@@ -181,10 +185,12 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
         now,
         partitions,
       );
-      return inTransaction(primary, (client) => ingestMessagesOnce(client, accountId, items, now));
+      const dryRun = options?.dryRun === true;
+      return inTransaction(primary, (client) => ingestMessagesOnce(client, accountId, items, now, dryRun));
     },
-    async ingestReceipts(accountId, items) {
-      return inTransaction(primary, (client) => ingestReceiptsOnce(client, accountId, items));
+    async ingestReceipts(accountId, items, _now, options) {
+      const dryRun = options?.dryRun === true;
+      return inTransaction(primary, (client) => ingestReceiptsOnce(client, accountId, items, dryRun));
     },
 
     async findDlr(accountId, messageId) {

@@ -34,6 +34,15 @@ class BatchRejected extends Error {
   }
 }
 
+/** Thrown inside the transaction of a dry run, once the batch has passed, to roll its writes back. */
+class DryRunPassed<T> extends Error {
+  readonly value: T;
+  constructor(value: T) {
+    super('dry run passed');
+    this.value = value;
+  }
+}
+
 /**
  * Opens (and migrates) a SQLite store. The schema is brought up to date here because every statement is
  * prepared at open, and preparing needs the tables; `migrate()` stays callable and is then a no-op.
@@ -56,12 +65,18 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
   db.pragma(`cache_size = ${-Math.floor(options.cacheMb * 1024)}`);
   migrate(db);
   const sql = prepareStatements(db);
-  const ingestMessages = db.transaction((accountId: string, items: MessageUpsert[], now: Date) =>
-    ingestMessageBatch(sql, accountId, items, now),
+  const ingestMessages = db.transaction(
+    (accountId: string, items: MessageUpsert[], now: Date, dryRun: boolean) => {
+      const accepted = ingestMessageBatch(sql, accountId, items, now);
+      if (dryRun) throw new DryRunPassed({ accepted });
+      return { accepted };
+    },
   );
-  const ingestReceipts = db.transaction((accountId: string, items: ReceiptInput[]) =>
-    ingestReceiptBatch(sql, accountId, items),
-  );
+  const ingestReceipts = db.transaction((accountId: string, items: ReceiptInput[], dryRun: boolean) => {
+    const outcome = ingestReceiptBatch(sql, accountId, items);
+    if (dryRun) throw new DryRunPassed(outcome);
+    return outcome;
+  });
 
   return {
     engine: 'sqlite',
@@ -132,11 +147,11 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
       return row ? accountFromRow(row) : null;
     },
 
-    async ingestMessages(accountId, items, now) {
-      return runBatch(() => ({ accepted: ingestMessages.immediate(accountId, items, now) }));
+    async ingestMessages(accountId, items, now, options) {
+      return runBatch(() => ingestMessages.immediate(accountId, items, now, options?.dryRun === true));
     },
-    async ingestReceipts(accountId, items) {
-      return runBatch(() => ingestReceipts.immediate(accountId, items));
+    async ingestReceipts(accountId, items, _now, options) {
+      return runBatch(() => ingestReceipts.immediate(accountId, items, options?.dryRun === true));
     },
 
     async findDlr(accountId, messageId) {
@@ -166,6 +181,7 @@ function runBatch<T>(apply: () => T): BatchOutcome<T> {
     return { ok: true, value: apply() };
   } catch (error) {
     if (error instanceof BatchRejected) return { ok: false, errors: error.errors };
+    if (error instanceof DryRunPassed) return { ok: true, value: error.value as T };
     throw error;
   }
 }
