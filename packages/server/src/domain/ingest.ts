@@ -99,6 +99,21 @@ function mergeSms(current: SmsState | null, given: MessageUpsert['sms']): SmsSta
   };
 }
 
+/**
+ * The recipient a receipt is for, among the outbound SMS recipients of its message id (in ingest order): the
+ * one named by `to`, or the only one. Null when there is none (the receipt is "unknown"); a string describing
+ * the item error when the message has several recipients and `to` is missing.
+ */
+export function receiptTarget(
+  recipients: readonly StoredMessage[],
+  item: ReceiptInput,
+): StoredMessage | null | string {
+  if (item.to !== undefined) return recipients.find((r) => r.channelUserId === item.to) ?? null;
+  if (recipients.length > 1)
+    return `to is required: message ${item.messageId} has ${recipients.length} recipients`;
+  return recipients[0] ?? null;
+}
+
 /** Precedence rank: no receipt < accepted < any final code. */
 function rank(code: DrStatuscode | undefined): number {
   if (code === undefined) return 0;

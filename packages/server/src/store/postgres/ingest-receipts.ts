@@ -5,6 +5,7 @@ import {
   type ItemError,
   type ReceiptInput,
   type ReceiptOutcome,
+  receiptTarget,
 } from '../../domain/ingest.js';
 import type { StoredMessage } from '../../domain/records.js';
 import { lockKeysOfIds, readRecords, upsertRecords } from './message-writes.js';
@@ -41,17 +42,10 @@ export async function ingestReceiptsOnce(
   const changed = new Map<string, StoredMessage>();
   items.forEach((item, index) => {
     const list = recipients.get(item.messageId) ?? [];
-    let target: StoredMessage | undefined;
-    if (item.to !== undefined) {
-      target = list.find((r) => r.channelUserId === item.to);
-    } else if (list.length > 1) {
-      errors.push({
-        index,
-        detail: `to is required: message ${item.messageId} has ${list.length} recipients`,
-      });
+    const target = receiptTarget(list, item);
+    if (typeof target === 'string') {
+      errors.push({ index, detail: target });
       return;
-    } else {
-      target = list[0];
     }
     if (!target?.sms) {
       outcome.unknown.push({ messageId: item.messageId, to: item.to ?? null });

@@ -10,6 +10,7 @@ import {
   mergeMessage,
   type ReceiptInput,
   type ReceiptOutcome,
+  receiptTarget,
 } from '../../domain/ingest.js';
 import type { Account, AccountPatch, NewAccount, StoredMessage } from '../../domain/records.js';
 import type { Channel } from '../../domain/vocabulary.js';
@@ -266,18 +267,10 @@ function ingestReceiptBatch(sql: Statements, accountId: string, items: ReceiptIn
   const outcome: ReceiptOutcome = { applied: 0, ignored: 0, unknown: [] };
   const errors: ItemError[] = [];
   items.forEach((item, index) => {
-    const recipients = sql.dlr.all(accountId, item.messageId).map(messageFromRow);
-    let target: StoredMessage | undefined;
-    if (item.to !== undefined) {
-      target = recipients.find((r) => r.channelUserId === item.to);
-    } else if (recipients.length > 1) {
-      errors.push({
-        index,
-        detail: `to is required: message ${item.messageId} has ${recipients.length} recipients`,
-      });
+    const target = receiptTarget(sql.dlr.all(accountId, item.messageId).map(messageFromRow), item);
+    if (typeof target === 'string') {
+      errors.push({ index, detail: target });
       return;
-    } else {
-      target = recipients[0];
     }
     if (!target?.sms) {
       outcome.unknown.push({ messageId: item.messageId, to: item.to ?? null });
