@@ -1,4 +1,5 @@
 import { createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { hmacKey } from './hmac-key.js';
 
 const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
@@ -15,7 +16,7 @@ export function generateCredential(): string {
  * database one HMAC per request is enough (and keeps /dlr fast).
  */
 export function hashSecret(pepper: Buffer, secret: string): Buffer {
-  return createHmac('sha256', pepper).update('waybill.secret.v1\0').update(secret).digest();
+  return createHmac('sha256', hmacKey(pepper)).update('waybill.secret.v1\0').update(secret).digest();
 }
 
 export function secretMatches(pepper: Buffer, secret: string, stored: Buffer): boolean {

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { hmacKey } from './hmac-key.js';
 import type { Position } from './records.js';
 
 /**
@@ -15,7 +16,7 @@ export interface CursorBinding {
 const MAC_BYTES = 16;
 
 function mac(key: Buffer, payload: string, binding: CursorBinding): Buffer {
-  return createHmac('sha256', key)
+  return createHmac('sha256', hmacKey(key))
     .update('waybill.cursor.v1\0')
     .update(payload)
     .update('\0')

@@ -156,7 +156,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     },
 
     async findDlr(accountId, messageId) {
-      return sql.dlr.all(accountId, messageId).map(messageFromRow);
+      return recipientsOf(sql, accountId, messageId);
     },
     async findMessagesByIds(accountId, ids, campaignId) {
       if (ids.length === 0) return [];
@@ -256,6 +256,13 @@ function resolveOrLinkContact(
   return item.contactId;
 }
 
+/** The outbound SMS recipients of a message id, in the order they were first ingested. */
+function recipientsOf(sql: Statements, accountId: string, messageId: string): StoredMessage[] {
+  const rows = sql.dlr.all(accountId, messageId);
+  if (rows.length > 1) rows.sort((a, b) => a.seq - b.seq);
+  return rows.map(messageFromRow);
+}
+
 /** Inserts a new record with its ingest sequence, or updates an existing one (seq null). */
 function writeMessage(sql: Statements, accountId: string, message: StoredMessage, seq: number | null): void {
   const params = messageParams(accountId, message);
@@ -267,7 +274,7 @@ function ingestReceiptBatch(sql: Statements, accountId: string, items: ReceiptIn
   const outcome: ReceiptOutcome = { applied: 0, ignored: 0, unknown: [] };
   const errors: ItemError[] = [];
   items.forEach((item, index) => {
-    const target = receiptTarget(sql.dlr.all(accountId, item.messageId).map(messageFromRow), item);
+    const target = receiptTarget(recipientsOf(sql, accountId, item.messageId), item);
     if (typeof target === 'string') {
       errors.push({ index, detail: target });
       return;

@@ -155,10 +155,11 @@ export function prepareStatements(db: Database) {
        WHERE account_id = @account_id AND id = @id AND channel_user_id = @channel_user_id`,
     ),
     // The primary key finds every recipient of the id; sorting that handful by seq is cheap.
-    dlr: prepare<[string, string], MessageRow>(
-      `SELECT ${MESSAGE_COLUMNS} FROM messages
-       WHERE account_id = ? AND id = ? AND sms_status IS NOT NULL
-       ORDER BY seq`,
+    // No ORDER BY: SQLite's sorter costs ~4× the primary-key lookup even for the 1–3 rows of a message
+    // (measured under /dlr load, docs/benchmarks.md), so callers order by `seq` in JavaScript.
+    dlr: prepare<[string, string], MessageRow & { seq: number }>(
+      `SELECT ${MESSAGE_COLUMNS}, seq FROM messages
+       WHERE account_id = ? AND id = ? AND sms_status IS NOT NULL`,
     ),
     messagesByIds: prepare<[{ account: string; ids: string; campaign: string | null }], MessageRow>(
       `SELECT ${MESSAGE_COLUMNS} FROM messages
