@@ -7,9 +7,9 @@ import { DLR_FAILURES, PROBLEMS } from '../../src/domain/errors.js';
 
 const doc = (name: string) => readFileSync(resolve(import.meta.dirname, '../../../../docs', name), 'utf8');
 
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 /** A table row whose consecutive cells hold these texts (the last one may go on), whatever the padding. */
-const row = (...cells: string[]) => new RegExp(`\\|\\s*${cells.map(escape).join('\\s*\\|\\s*')}[\\s|]`);
+const row = (...cells: string[]) => new RegExp(`\\|\\s*${cells.map(escapeRegExp).join('\\s*\\|\\s*')}[\\s|]`);
 
 describe('documentation stays true to the code', () => {
   it('documents every problem code and every status-query failure code', () => {
