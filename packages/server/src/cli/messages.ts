@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { Channel, MessageRecord } from '@waybill/client';
 import { parseChannel } from '../domain/formats.js';
+import { MAX_PAGE_SIZE } from '../domain/query-params.js';
 import { CHANNELS } from '../domain/vocabulary.js';
 import {
   CLIENT_OPTIONS,
@@ -35,8 +36,6 @@ Shows stored messages, oldest first: the ones with the given ids (any number of 
   --timeout MS     give up on a request after MS milliseconds (default: 30000)
 
 Exit codes: 0 success, 1 the API answered with an error, 2 bad usage, 3 the server could not be reached.`;
-
-const MAX_PAGE_SIZE = 100;
 
 export async function messagesCommand(args: string[]): Promise<number> {
   let parsed: ReturnType<typeof parseMessagesArgs>;
