@@ -7,10 +7,13 @@ export interface Limits {
   lockedFor(key: string): Promise<number>;
   /** Counts a failed secret; may start a lockout. Attempts while locked are not counted (callers check first). */
   recordFailure(key: string): Promise<void>;
-  /** Forgets failures and any lockout of the key (a success, or a secret rotation). */
+  /** Forgets failures and any lockout of the key (a secret rotation). */
   clear(key: string): Promise<void>;
-  /** Takes one token from the account's bucket. */
-  take(accountId: string): Promise<RateDecision>;
+  /**
+   * A request whose secret matched: forgets the account's failed secrets and, when rate limiting is on, takes
+   * one token from its bucket (null when it is off). One call, so that Redis answers it in one round trip.
+   */
+  admit(accountId: string): Promise<RateDecision | null>;
   close(): Promise<void>;
 }
 

@@ -47,8 +47,10 @@ export class MemoryLimits implements Limits {
     this.#failures.delete(key);
   }
 
-  async take(accountId: string): Promise<RateDecision> {
+  async admit(accountId: string): Promise<RateDecision | null> {
+    this.#failures.delete(accountId);
     const { ratePerSecond: rate, rateBurst: burst } = this.settings;
+    if (rate <= 0) return null;
     const now = this.now();
     const bucket = this.#buckets.get(accountId) ?? { tokens: burst, at: now };
     bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.at) / 1000) * rate);

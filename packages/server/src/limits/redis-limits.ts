@@ -2,10 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { type LimitSettings, type Limits, type RateDecision, rateDecision } from './limits.js';
 
-// Token bucket, atomically: refill by elapsed time, then take one token if there is one.
-// Returns { allowed 0|1, tokens left (×1000, integer for the reply), ms until the next whole token }.
-const TAKE = `
+// A request whose secret matched, atomically: forget the failed secrets (KEYS[2]), then, when rate limiting is
+// on, refill the token bucket (KEYS[1]) by elapsed time and take one token if there is one.
+// Returns { allowed 0|1, tokens left ×1000 (an integer for the reply) }, or nothing when rate limiting is off.
+const ADMIT = `
+redis.call('DEL', KEYS[2])
 local rate = tonumber(ARGV[1])
+if rate <= 0 then return nil end
 local burst = tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
 local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
@@ -48,7 +51,7 @@ export class RedisLimits implements Limits {
     private readonly prefix = 'waybill:',
   ) {
     this.#redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true });
-    this.#redis.defineCommand('waybillTake', { numberOfKeys: 1, lua: TAKE });
+    this.#redis.defineCommand('waybillAdmit', { numberOfKeys: 2, lua: ADMIT });
     this.#redis.defineCommand('waybillFail', { numberOfKeys: 2, lua: FAIL });
   }
 
@@ -78,14 +81,17 @@ export class RedisLimits implements Limits {
     await this.#redis.del(this.#key(accountId, 'fail'), this.#key(accountId, 'lock'));
   }
 
-  async take(accountId: string): Promise<RateDecision> {
+  async admit(accountId: string): Promise<RateDecision | null> {
     const { ratePerSecond: rate, rateBurst: burst } = this.settings;
-    const [allowed, milliTokens] = await (this.#redis as unknown as RedisScripts).waybillTake(
+    const answer = await (this.#redis as unknown as RedisScripts).waybillAdmit(
       this.#key(accountId, 'bucket'),
+      this.#key(accountId, 'fail'),
       rate,
       burst,
       this.now(),
     );
+    if (answer === null) return null;
+    const [allowed, milliTokens] = answer;
     return rateDecision(allowed === 1, milliTokens / 1000, burst, rate);
   }
 
@@ -99,7 +105,13 @@ export class RedisLimits implements Limits {
 }
 
 interface RedisScripts {
-  waybillTake(key: string, rate: number, burst: number, now: number): Promise<[number, number]>;
+  waybillAdmit(
+    bucket: string,
+    fail: string,
+    rate: number,
+    burst: number,
+    now: number,
+  ): Promise<[number, number] | null>;
   waybillFail(
     fail: string,
     lock: string,

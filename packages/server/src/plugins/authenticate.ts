@@ -42,11 +42,9 @@ export async function authenticate(
     await ctx.limits.recordFailure(account.id);
     throw invalidCredentials();
   }
-  await ctx.limits.clear(account.id);
-
-  const { ratePerSecond, rateBurst } = ctx.config;
-  if (ratePerSecond > 0) {
-    const decision = await ctx.limits.take(account.id);
+  const decision = await ctx.limits.admit(account.id);
+  if (decision) {
+    const { ratePerSecond, rateBurst } = ctx.config;
     reply.header(
       'ratelimit-policy',
       `"burst";q=${rateBurst};w=${Math.max(1, Math.ceil(rateBurst / ratePerSecond))}`,

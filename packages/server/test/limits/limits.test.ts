@@ -9,14 +9,14 @@ const SETTINGS: LimitSettings = { ratePerSecond: 2, rateBurst: 4, lockoutFailure
 interface Kind {
   name: string;
   /** Two handles on the same counters, as two server instances would hold. */
-  open(now: () => number): [Limits, Limits];
+  open(now: () => number, settings?: LimitSettings): [Limits, Limits];
 }
 
 const kinds: Kind[] = [
   {
     name: 'memory',
-    open(now) {
-      const one = new MemoryLimits(SETTINGS, now);
+    open(now, settings = SETTINGS) {
+      const one = new MemoryLimits(settings, now);
       return [one, one];
     },
   },
@@ -25,11 +25,11 @@ const redisUrl = process.env.REDIS_URL;
 if (redisUrl) {
   kinds.push({
     name: 'redis',
-    open(now) {
+    open(now, settings = SETTINGS) {
       const prefix = `waybill-test:${randomBytes(6).toString('hex')}:`;
       return [
-        new RedisLimits(redisUrl, SETTINGS, now, prefix),
-        new RedisLimits(redisUrl, SETTINGS, now, prefix),
+        new RedisLimits(redisUrl, settings, now, prefix),
+        new RedisLimits(redisUrl, settings, now, prefix),
       ];
     },
   });
@@ -38,9 +38,9 @@ if (redisUrl) {
 describe.each(kinds)('limits ($name)', (kind) => {
   let clock = Date.parse('2026-11-22T10:00:00Z');
   let handles: Limits[] = [];
-  const open = () => {
+  const open = (settings?: LimitSettings) => {
     clock = Date.parse('2026-11-22T10:00:00Z');
-    const pair = kind.open(() => clock);
+    const pair = kind.open(() => clock, settings);
     handles = [...new Set(pair)];
     return pair;
   };
@@ -67,6 +67,27 @@ describe.each(kinds)('limits ($name)', (kind) => {
     expect(await a.lockedFor('acct-1')).toBe(0);
   });
 
+  it('admit() forgets earlier failed secrets', async () => {
+    const [a, b] = open();
+    await a.recordFailure('acct-1');
+    await a.recordFailure('acct-1');
+    await b.admit('acct-1');
+    await a.recordFailure('acct-1');
+    await a.recordFailure('acct-1');
+    expect(await a.lockedFor('acct-1')).toBe(0);
+    await a.recordFailure('acct-1');
+    expect(await a.lockedFor('acct-1')).toBe(60);
+  });
+
+  it('admit() takes no token and answers null with rate limiting off, and still forgets failures', async () => {
+    const [a, b] = open({ ...SETTINGS, ratePerSecond: 0 });
+    await a.recordFailure('acct-1');
+    await a.recordFailure('acct-1');
+    expect(await b.admit('acct-1')).toBeNull();
+    await a.recordFailure('acct-1');
+    expect(await a.lockedFor('acct-1')).toBe(0);
+  });
+
   it('clear() removes failures and an active lock', async () => {
     const [a, b] = open();
     for (let i = 0; i < 3; i++) await a.recordFailure('acct-1');
@@ -81,20 +102,20 @@ describe.each(kinds)('limits ($name)', (kind) => {
   it('shares one token bucket per account across instances and refills it with time', async () => {
     const [a, b] = open();
     const taken = [
-      await a.take('acct-1'),
-      await b.take('acct-1'),
-      await a.take('acct-1'),
-      await b.take('acct-1'),
+      await a.admit('acct-1'),
+      await b.admit('acct-1'),
+      await a.admit('acct-1'),
+      await b.admit('acct-1'),
     ];
-    expect(taken.map((d) => d.allowed)).toEqual([true, true, true, true]);
-    expect(taken.map((d) => d.remaining)).toEqual([3, 2, 1, 0]);
-    const refused = await a.take('acct-1');
+    expect(taken.map((d) => d?.allowed)).toEqual([true, true, true, true]);
+    expect(taken.map((d) => d?.remaining)).toEqual([3, 2, 1, 0]);
+    const refused = await a.admit('acct-1');
     expect(refused).toEqual({ allowed: false, remaining: 0, resetSeconds: 1 });
-    expect((await b.take('acct-2')).allowed).toBe(true);
+    expect((await b.admit('acct-2'))?.allowed).toBe(true);
     clock += 500; // one token at 2/s
-    expect((await b.take('acct-1')).allowed).toBe(true);
-    expect((await a.take('acct-1')).allowed).toBe(false);
+    expect((await b.admit('acct-1'))?.allowed).toBe(true);
+    expect((await a.admit('acct-1'))?.allowed).toBe(false);
     clock += 10_000;
-    expect(await a.take('acct-1')).toEqual({ allowed: true, remaining: 3, resetSeconds: 1 });
+    expect(await a.admit('acct-1')).toEqual({ allowed: true, remaining: 3, resetSeconds: 1 });
   });
 });
