@@ -10,9 +10,14 @@ export const PROBLEMS = {
   ip_not_allowed: { status: 403, title: 'Forbidden' },
   not_found: { status: 404, title: 'Not Found' },
   method_not_allowed: { status: 405, title: 'Method Not Allowed' },
+  request_timeout: { status: 408, title: 'Request Timeout' },
+  conflict: { status: 409, title: 'Conflict' },
   gone: { status: 410, title: 'Gone' },
   payload_too_large: { status: 413, title: 'Content Too Large' },
   uri_too_long: { status: 414, title: 'URI Too Long' },
+  unsupported_media_type: { status: 415, title: 'Unsupported Media Type' },
+  expectation_failed: { status: 417, title: 'Expectation Failed' },
+  headers_too_large: { status: 431, title: 'Request Header Fields Too Large' },
   locked_out: { status: 429, title: 'Too Many Requests' },
   rate_limited: { status: 429, title: 'Too Many Requests' },
   internal: { status: 500, title: 'Internal Server Error' },
@@ -33,6 +38,17 @@ export const DLR_FAILURES = {
 } as const;
 export type DlrFailureCode = keyof typeof DLR_FAILURES;
 
+export interface ApiErrorOptions {
+  dlrCode?: DlrFailureCode;
+  retryAfterSeconds?: number;
+  /**
+   * The one query parameter or body field at fault, as the caller wrote it (`limit`, `callbackUrl`,
+   * `ipWhitelist[2]`, `sms.network`): the problem body's `param` member.
+   */
+  param?: string | undefined;
+  extra?: Record<string, unknown>;
+}
+
 /**
  * A refusal the service means to give. `problem` decides the RFC 9457 body; `dlrCode` the status-query body
  * when the failure happens on /dlr. `detail` is for a person and never holds a credential.
@@ -44,16 +60,12 @@ export class ApiError extends Error {
   readonly retryAfterSeconds: number | null;
   readonly extra: Record<string, unknown>;
 
-  constructor(
-    problem: ProblemCode,
-    detail: string,
-    options: { dlrCode?: DlrFailureCode; retryAfterSeconds?: number; extra?: Record<string, unknown> } = {},
-  ) {
+  constructor(problem: ProblemCode, detail: string, options: ApiErrorOptions = {}) {
     super(detail);
     this.problem = problem;
     this.dlrCode = options.dlrCode ?? defaultDlrCode(problem);
     this.retryAfterSeconds = options.retryAfterSeconds ?? null;
-    this.extra = options.extra ?? {};
+    this.extra = { ...(options.param === undefined ? {} : { param: options.param }), ...options.extra };
   }
 
   get status(): number {

@@ -20,6 +20,8 @@ export const isUuid = (value: string): boolean => UUID.test(value);
 
 /** Matches a channel name case-insensitively; returns the canonical upper-case name, or null. */
 export function parseChannel(value: string): Channel | null {
+  // ASCII letters only: toUpperCase maps other letters onto them ("ſms" would read as SMS).
+  if (!/^[A-Za-z]{1,16}$/.test(value)) return null;
   const upper = value.toUpperCase();
   return (CHANNELS as readonly string[]).includes(upper) ? (upper as Channel) : null;
 }

@@ -43,6 +43,8 @@ export interface ReceiptInput {
 export interface ItemError {
   index: number;
   detail: string;
+  /** The field of the item at fault, when it is one (`channelUserId`, `sms.network`). */
+  param?: string;
 }
 
 export type BatchOutcome<T> = { ok: true; value: T } | { ok: false; errors: ItemError[] };

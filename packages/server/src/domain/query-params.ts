@@ -1,3 +1,4 @@
+import { DELIVERY_STATES, type DeliveryState } from './deliveries.js';
 import {
   channelUserIdRule,
   isCampaignId,
@@ -15,7 +16,8 @@ import type { Channel } from './vocabulary.js';
  */
 export type RawQuery = Readonly<Record<string, string | string[] | undefined>>;
 
-export type Parsed<T> = { ok: true; value: T } | { ok: false; detail: string };
+/** A failure names the one parameter at fault in `param`, when there is one (`detail` always does). */
+export type Parsed<T> = { ok: true; value: T } | { ok: false; detail: string; param?: string };
 
 /** The spec's status-query parameters; code 2 (missing or empty) wins over code 3 (malformed or repeated). */
 export function parseDlrQuery(
@@ -57,7 +59,7 @@ export type MessagesQuery =
 
 function single(query: RawQuery, name: string): Parsed<string | undefined> {
   const value = query[name];
-  if (Array.isArray(value)) return { ok: false, detail: `${name} must be given at most once` };
+  if (Array.isArray(value)) return { ok: false, detail: `${name} must be given at most once`, param: name };
   return { ok: true, value };
 }
 
@@ -71,8 +73,13 @@ export function parseMessagesQuery(query: RawQuery, withCampaign: boolean): Pars
     const c = single(query, 'campaignId');
     if (!c.ok) return c;
     if (c.value !== undefined) {
-      if (!isCampaignId(c.value))
-        return { ok: false, detail: 'campaignId must be 1-64 characters of A-Z a-z 0-9 . _ : -' };
+      if (!isCampaignId(c.value)) {
+        return {
+          ok: false,
+          detail: 'campaignId must be 1-64 characters of A-Z a-z 0-9 . _ : -',
+          param: 'campaignId',
+        };
+      }
       campaignId = c.value;
     }
   }
@@ -88,14 +95,22 @@ export function parseMessagesQuery(query: RawQuery, withCampaign: boolean): Pars
           .filter((s) => s !== ''),
       ),
     ];
-    if (ids.length === 0) return { ok: false, detail: 'messageIds must name at least one message id' };
-    if (ids.length > MAX_IDS)
-      return { ok: false, detail: `messageIds holds ${ids.length} ids; at most ${MAX_IDS} are allowed` };
+    if (ids.length === 0) {
+      return { ok: false, detail: 'messageIds must name at least one message id', param: 'messageIds' };
+    }
+    if (ids.length > MAX_IDS) {
+      return {
+        ok: false,
+        detail: `messageIds holds ${ids.length} ids; at most ${MAX_IDS} are allowed`,
+        param: 'messageIds',
+      };
+    }
     const bad = ids.find((id) => !isMessageId(id));
     if (bad !== undefined) {
       return {
         ok: false,
         detail: `messageIds: "${bad.slice(0, 64)}" is not a message id (1-64 characters of A-Z a-z 0-9 . _ : -)`,
+        param: 'messageIds',
       };
     }
     return { ok: true, value: { mode: 'ids', ids, campaignId } };
@@ -117,8 +132,13 @@ export function parseMessagesQuery(query: RawQuery, withCampaign: boolean): Pars
   let channel: Channel | null = null;
   if (fields.channel !== undefined) {
     channel = parseChannel(fields.channel);
-    if (!channel)
-      return { ok: false, detail: 'channel must be one of WHATSAPP, APPLEMB, VIBER, SMS, TELEGRAM, RBM' };
+    if (!channel) {
+      return {
+        ok: false,
+        detail: 'channel must be one of WHATSAPP, APPLEMB, VIBER, SMS, TELEGRAM, RBM',
+        param: 'channel',
+      };
+    }
   }
   const hasUser = fields.channelUserId !== undefined;
   const hasContact = fields.contactId !== undefined;
@@ -134,22 +154,26 @@ export function parseMessagesQuery(query: RawQuery, withCampaign: boolean): Pars
           : 'give messageIds, or exactly one of channelUserId and contactId with channel',
       };
     }
-    if (!channel) return { ok: false, detail: 'channel is required with channelUserId or contactId' };
+    if (!channel) {
+      return { ok: false, detail: 'channel is required with channelUserId or contactId', param: 'channel' };
+    }
   }
   if (hasUser && channel && !isChannelUserId(channel, fields.channelUserId as string)) {
-    return { ok: false, detail: channelUserIdRule(channel) };
+    return { ok: false, detail: channelUserIdRule(channel), param: 'channelUserId' };
   }
   if (hasContact && !isUuid(fields.contactId as string))
-    return { ok: false, detail: 'contactId must be a UUID' };
+    return { ok: false, detail: 'contactId must be a UUID', param: 'contactId' };
 
   let size = DEFAULT_PAGE_SIZE;
   if (fields.size !== undefined) {
     size = /^[0-9]{1,4}$/.test(fields.size) ? Number(fields.size) : Number.NaN;
     if (!(size >= 1 && size <= MAX_PAGE_SIZE)) {
-      return { ok: false, detail: `size must be an integer from 1 to ${MAX_PAGE_SIZE}` };
+      return { ok: false, detail: `size must be an integer from 1 to ${MAX_PAGE_SIZE}`, param: 'size' };
     }
   }
-  if (fields.cursor === '') return { ok: false, detail: 'cursor is empty; omit it for the first page' };
+  if (fields.cursor === '') {
+    return { ok: false, detail: 'cursor is empty; omit it for the first page', param: 'cursor' };
+  }
 
   return {
     ok: true,
@@ -161,6 +185,64 @@ export function parseMessagesQuery(query: RawQuery, withCampaign: boolean): Pars
       campaignId,
       size,
       cursor: fields.cursor ?? null,
+    },
+  };
+}
+
+/** An integer page size from `min` to `max`, or the default when absent. */
+function pageLimit(raw: string | undefined, name: string, fallback: number, max: number): Parsed<number> {
+  if (raw === undefined) return { ok: true, value: fallback };
+  const n = /^[0-9]{1,7}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(n >= 1 && n <= max)) {
+    return { ok: false, detail: `${name} must be an integer from 1 to ${max}`, param: name };
+  }
+  return { ok: true, value: n };
+}
+
+export const DEFAULT_FEED_LIMIT = 100;
+export const MAX_FEED_LIMIT = 1000;
+
+/** `GET /receipts` (CONTRACT §10): `after` (a cursor, checked later against its binding) and `limit`. */
+export function parseFeedQuery(query: RawQuery): Parsed<{ after: string | null; limit: number }> {
+  const after = single(query, 'after');
+  if (!after.ok) return after;
+  if (after.value === '') {
+    return { ok: false, detail: 'after is empty; omit it to start at the oldest event', param: 'after' };
+  }
+  const limit = single(query, 'limit');
+  if (!limit.ok) return limit;
+  const parsed = pageLimit(limit.value, 'limit', DEFAULT_FEED_LIMIT, MAX_FEED_LIMIT);
+  if (!parsed.ok) return parsed;
+  return { ok: true, value: { after: after.value ?? null, limit: parsed.value } };
+}
+
+export const DEFAULT_DELIVERY_LIMIT = 20;
+export const MAX_DELIVERY_LIMIT = 100;
+
+/** The operator's delivery list (CONTRACT §9): `state`, `cursor` and `limit`. */
+export function parseDeliveriesQuery(
+  query: RawQuery,
+): Parsed<{ state: DeliveryState | null; cursor: string | null; limit: number }> {
+  const state = single(query, 'state');
+  if (!state.ok) return state;
+  if (state.value !== undefined && !(DELIVERY_STATES as readonly string[]).includes(state.value)) {
+    return { ok: false, detail: `state must be one of ${DELIVERY_STATES.join(', ')}`, param: 'state' };
+  }
+  const cursor = single(query, 'cursor');
+  if (!cursor.ok) return cursor;
+  if (cursor.value === '') {
+    return { ok: false, detail: 'cursor is empty; omit it for the first page', param: 'cursor' };
+  }
+  const limit = single(query, 'limit');
+  if (!limit.ok) return limit;
+  const parsed = pageLimit(limit.value, 'limit', DEFAULT_DELIVERY_LIMIT, MAX_DELIVERY_LIMIT);
+  if (!parsed.ok) return parsed;
+  return {
+    ok: true,
+    value: {
+      state: (state.value as DeliveryState | undefined) ?? null,
+      cursor: cursor.value ?? null,
+      limit: parsed.value,
     },
   };
 }

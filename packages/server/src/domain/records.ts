@@ -18,6 +18,8 @@ export interface Account {
   balance: number;
   creditLimit: number;
   callbackUrl: string | null;
+  /** Deliveries are queued only while true; a `410 Gone` from the callback turns it off. */
+  callbackEnabled: boolean;
   createdAt: Date;
 }
 
@@ -26,10 +28,20 @@ export interface AccountWithSecret extends Account {
   secretHash: Buffer;
 }
 
-/** A new account as stored; `callbackSecret` is kept in clear because the server signs with it. */
+/** A new account as stored; `callbackSecret` is sealed (domain/secret-box.ts): the server signs with it. */
 export interface NewAccount extends Account {
   secretHash: Buffer;
   callbackSecret: string;
+}
+
+/**
+ * The sealed callback secrets of an account: the current one, and the previous one while its grace period
+ * after a rotation lasts.
+ */
+export interface CallbackSecrets {
+  current: string;
+  previous: string | null;
+  previousUntil: Date | null;
 }
 
 /** Fields an operator may change with PATCH; absent means unchanged, `callbackUrl: null` clears. */
@@ -40,6 +52,7 @@ export interface AccountPatch {
   balance?: number;
   creditLimit?: number;
   callbackUrl?: string | null;
+  callbackEnabled?: boolean;
 }
 
 /** A delivery receipt recorded for one SMS recipient. */

@@ -7,12 +7,17 @@ import type { Store } from './store.js';
 export function openStore(config: Readonly<Config>): Store {
   const url = config.databaseUrl;
   if (url.startsWith('sqlite:')) {
-    return openSqliteStore({ path: url.slice('sqlite:'.length), cacheMb: config.sqliteCacheMb });
+    return openSqliteStore({
+      path: url.slice('sqlite:'.length),
+      cacheMb: config.sqliteCacheMb,
+      timeoutMs: config.dbTimeoutMs,
+    });
   }
   return openPostgresStore({
     url,
     ...(config.databaseReadUrl ? { readUrl: config.databaseReadUrl } : {}),
     poolSize: config.pgPoolSize,
     statementTimeoutMs: config.pgStatementTimeoutMs,
+    timeoutMs: config.dbTimeoutMs,
   });
 }

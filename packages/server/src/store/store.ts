@@ -1,19 +1,23 @@
+import type { AttemptRecord, Delivery, DeliveryDetail, DeliveryState } from '../domain/deliveries.js';
+import type { ReceiptEvent } from '../domain/events.js';
 import type { BatchOutcome, MessageUpsert, ReceiptInput, ReceiptOutcome } from '../domain/ingest.js';
 import type {
   Account,
   AccountPatch,
   AccountWithSecret,
+  CallbackSecrets,
   NewAccount,
   Position,
   StoredMessage,
 } from '../domain/records.js';
 import type { Channel } from '../domain/vocabulary.js';
 
-/**
- * A history query: one contact's conversation on one channel, a campaign, or both. At least one of
- * `contactId` and `campaignId` is set; `contactId` always comes with `channel`, and with `campaignId` alone
- * `channel` is an optional filter.
- */
+/** What a message batch did: `accepted` items, and `events` recorded by parked receipts it applied. */
+export interface MessageBatchResult {
+  accepted: number;
+  events: number;
+}
+
 /** How an ingest batch runs. */
 export interface IngestOptions {
   /**
@@ -22,8 +26,15 @@ export interface IngestOptions {
    * @default false
    */
   dryRun?: boolean;
+  /** Parked receipts that arrived before this instant are expired: never applied. @default no expiry */
+  parkedSince?: Date;
 }
 
+/**
+ * A history query: one contact's conversation on one channel, a campaign, or both. At least one of
+ * `contactId` and `campaignId` is set; `contactId` always comes with `channel`, and with `campaignId` alone
+ * `channel` is an optional filter.
+ */
 export interface HistoryQuery {
   contactId?: string;
   channel?: Channel;
@@ -31,6 +42,58 @@ export interface HistoryQuery {
   /** Only records strictly older than this position in the total order. */
   before?: Position;
   limit: number;
+}
+
+/** What a relay asks for when it claims due deliveries. */
+export interface ClaimRequest {
+  now: Date;
+  /** At most this many deliveries in all. */
+  limit: number;
+  /** At most this many of one account, counting `inFlight`. */
+  perAccount: number;
+  /** Attempts this relay already has in flight, by account id. */
+  inFlight: ReadonlyMap<string, number>;
+  /** The claim holds until then; after it another relay may take the delivery again (a crash mid-attempt). */
+  leaseUntil: Date;
+  /** Identifies this claim; only its holder can finish the attempt. */
+  lease: string;
+}
+
+/** A delivery a relay holds the lease of, with everything its attempt needs. */
+export interface ClaimedDelivery {
+  accountId: string;
+  id: string;
+  lease: string;
+  /** Attempts made before this one. */
+  attempts: number;
+  createdAt: Date;
+  callbackUrl: string;
+  secrets: CallbackSecrets;
+  /** The event's `/dlr` item, exactly as recorded: the body is sent as these bytes. */
+  body: string;
+}
+
+/** The result of an attempt and what follows it. */
+export interface AttemptOutcome {
+  attempt: AttemptRecord;
+  next:
+    | { state: 'delivered' }
+    | { state: 'pending'; at: Date }
+    /** `disableAccount`: the callback answered 410 Gone, so the account's callbacks are turned off. */
+    | { state: 'dead'; disableAccount: boolean };
+}
+
+export interface DeliveryListQuery {
+  state?: DeliveryState;
+  /** Only deliveries older (smaller `seq`) than this. */
+  beforeSeq?: number;
+  limit: number;
+}
+
+/** One step of the schema, as `migrate()` reports it. */
+export interface AppliedMigration {
+  version: number;
+  name: string;
 }
 
 /**
@@ -43,8 +106,13 @@ export interface HistoryQuery {
 export interface Store {
   readonly engine: 'sqlite' | 'postgres';
 
-  /** Brings the schema up to date. Safe to call when it already is, and from several processes at once. */
-  migrate(): Promise<void>;
+  /**
+   * Brings the schema up to date and returns the migrations this call applied, oldest first (none when it
+   * already was). Safe to call when it already is, and from several processes at once: each migration is
+   * reported by the one call that applied it. A store that migrates as it opens (SQLite) reports those on its
+   * first call.
+   */
+  migrate(): Promise<AppliedMigration[]>;
   /** Resolves when the database answers a trivial query; rejects otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -55,26 +123,39 @@ export interface Store {
   createAccount(account: NewAccount): Promise<Account>;
   getAccount(id: string): Promise<Account | null>;
   getAccountByKey(key: string): Promise<AccountWithSecret | null>;
-  /** The clear callback signing secret, or null for an unknown account. */
-  getCallbackSecret(id: string): Promise<string | null>;
+  /** The sealed callback signing secrets, or null for an unknown account. */
+  getCallbackSecrets(id: string): Promise<CallbackSecrets | null>;
+  /**
+   * Seals every callback secret still stored in clear (written before secrets were sealed), current and
+   * previous, with `seal`; returns how many accounts changed. Safe to run at every start.
+   */
+  sealCallbackSecrets(seal: (clear: string) => string): Promise<number>;
+  /** Makes `sealed` the current callback secret; the current one stays valid beside it until `previousUntil`. */
+  rotateCallbackSecret(id: string, sealed: string, previousUntil: Date): Promise<Account | null>;
+  /**
+   * Changes the given fields. A `callbackUrl` that differs from the stored one also sets `callbackEnabled`
+   * back to true, unless the patch sets `callbackEnabled` itself.
+   */
   updateAccount(id: string, patch: AccountPatch): Promise<Account | null>;
   setSecretHash(id: string, secretHash: Buffer): Promise<Account | null>;
 
   /**
-   * Applies a batch of messages in order, in one transaction, all or nothing. Returns item errors for every
-   * item that cannot apply (an identity owned by another contact, a contact that already has another
-   * identity on that channel, a record that exists on another channel) and then writes nothing.
+   * Applies a batch of messages in order, in one transaction, all or nothing (domain/plan-messages.ts). Returns
+   * item errors for every item that cannot apply (an identity owned by another contact, a contact that already
+   * has another identity on that channel, a record that exists on another channel) and then writes nothing.
+   * Parked receipts of new recipients are applied in the same transaction, with their events and deliveries.
    */
   ingestMessages(
     accountId: string,
     items: MessageUpsert[],
     now: Date,
     options?: IngestOptions,
-  ): Promise<BatchOutcome<{ accepted: number }>>;
+  ): Promise<BatchOutcome<MessageBatchResult>>;
   /**
    * Applies a batch of receipts in order, in one transaction, all or nothing, under the precedence of
-   * CONTRACT §5 (domain/ingest.ts `applyReceipt`). The item error is a missing `to` for a message with
-   * several recipients.
+   * CONTRACT §5 (domain/plan-receipts.ts). The item error is a missing `to` for a message with several
+   * recipients. Applied receipts record events (and queue deliveries) in the same transaction; unknown ones
+   * are parked.
    */
   ingestReceipts(
     accountId: string,
@@ -92,8 +173,52 @@ export interface Store {
   /** Up to `limit` records matching the query, strictly before `before`, NEWEST first (keyset, no OFFSET). */
   listHistory(accountId: string, query: HistoryQuery): Promise<StoredMessage[]>;
 
-  /** Retention: deletes message records created before `cutoff`; returns how many went. */
+  /**
+   * The account's receipt events with `seq` greater than `afterSeq`, oldest first. An event is listed only
+   * once every event before it is visible too (no gap, even while ingests commit concurrently).
+   */
+  listReceiptEvents(accountId: string, afterSeq: number, limit: number): Promise<ReceiptEvent[]>;
+
+  /**
+   * Takes the lease of due pending deliveries, oldest due first, never two of one recipient at once (nor one
+   * whose recipient has an attempt in flight), and only of accounts whose callbacks are enabled.
+   */
+  claimDeliveries(request: ClaimRequest): Promise<ClaimedDelivery[]>;
+  /** Records an attempt and its consequence; ignored if the lease was lost meanwhile. Releases the lease. */
+  finishAttempt(claim: ClaimedDelivery, outcome: AttemptOutcome): Promise<void>;
+  /** Gives a claimed delivery back untried (shutdown): it is due again at once. */
+  releaseClaim(claim: ClaimedDelivery): Promise<void>;
+  /** When the earliest pending delivery falls due (or a lease expires), or null when none is pending. */
+  nextDeliveryDue(): Promise<Date | null>;
+  /** The account's deliveries, newest first. */
+  listDeliveries(accountId: string, query: DeliveryListQuery): Promise<Delivery[]>;
+  getDelivery(accountId: string, id: string): Promise<DeliveryDetail | null>;
+  /**
+   * Makes a delivery pending again with a fresh schedule (due at `now`). `superseded` when it is superseded,
+   * or when a newer event of its recipient exists (sending it would take the receiver back in time).
+   */
+  redeliver(accountId: string, id: string, now: Date): Promise<Delivery | 'superseded' | null>;
+  /** Redelivers every dead delivery of the account that is the newest of its recipient; returns how many. */
+  redeliverDead(accountId: string, now: Date): Promise<number>;
+
+  /** Counts for the metrics: pending and dead deliveries, and parked receipts, of every account. */
+  outboxStats(): Promise<{ pending: number; dead: number; parked: number }>;
+  /** Drops parked receipts that arrived before `cutoff`; returns how many went. */
+  dropParkedBefore(cutoff: Date): Promise<number>;
+
+  /**
+   * Retention: deletes message records created before `cutoff`, with their events and deliveries; returns how
+   * many records went.
+   */
   prune(cutoff: Date): Promise<number>;
+}
+
+/**
+ * Thrown when the database cannot be reached or does not answer within its deadline (WAYBILL_DB_TIMEOUT_MS):
+ * the caller answers 503 (code 11 on /dlr) and the service recovers by itself when the database returns.
+ */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
 }
 
 /** Thrown by {@link Store.createAccount} when the generated key collides with an existing one. */

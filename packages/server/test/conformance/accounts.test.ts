@@ -11,8 +11,9 @@ describe.each(engines())('$name store: accounts', (engine) => {
   it('names its engine, answers ping, and migrates again without harm', async () => {
     expect(store().engine).toBe(engine.name);
     await expect(store().ping()).resolves.toBeUndefined();
-    await store().migrate();
-    await store().migrate();
+    // Each migration is reported by the call that applied it: none is left for these.
+    expect(await store().migrate()).toEqual([]);
+    expect(await store().migrate()).toEqual([]);
     await expect(store().ping()).resolves.toBeUndefined();
   });
 
@@ -35,6 +36,7 @@ describe.each(engines())('$name store: accounts', (engine) => {
       balance: 12.5,
       creditLimit: 100,
       callbackUrl: 'https://hooks.example.com/dlr',
+      callbackEnabled: true,
       createdAt: new Date('2026-03-04T05:06:07.089Z'),
     };
     expect(await store().createAccount(input)).toStrictEqual(expected);
@@ -57,7 +59,8 @@ describe.each(engines())('$name store: accounts', (engine) => {
     expect(await store().getAccountByKey('ZZZZ9999')).toBeNull();
     // Keys are case-sensitive: another case is another key.
     expect(await store().getAccountByKey('abcd1234')).toBeNull();
-    expect(await store().getCallbackSecret(newId())).toBeNull();
+    expect(await store().getCallbackSecrets(newId())).toBeNull();
+    expect(await store().rotateCallbackSecret(newId(), 'sealed', NOW)).toBeNull();
     expect(await store().updateAccount(newId(), { name: 'x' })).toBeNull();
     expect(await store().setSecretHash(newId(), randomBytes(32))).toBeNull();
   });
@@ -77,10 +80,73 @@ describe.each(engines())('$name store: accounts', (engine) => {
     });
   });
 
-  it('keeps the callback secret in clear', async () => {
+  it('keeps the callback secret as given, with no previous one', async () => {
     const input = newAccount();
     await store().createAccount(input);
-    expect(await store().getCallbackSecret(input.id)).toBe(input.callbackSecret);
+    expect(await store().getCallbackSecrets(input.id)).toStrictEqual({
+      current: input.callbackSecret,
+      previous: null,
+      previousUntil: null,
+    });
+  });
+
+  it('rotates the callback secret, keeping the previous one until its grace period ends', async () => {
+    const input = newAccount();
+    const created = await store().createAccount(input);
+    const until = new Date(NOW.getTime() + 86_400_000);
+    expect(await store().rotateCallbackSecret(input.id, 'second', until)).toStrictEqual(created);
+    expect(await store().getCallbackSecrets(input.id)).toStrictEqual({
+      current: 'second',
+      previous: input.callbackSecret,
+      previousUntil: until,
+    });
+    await store().rotateCallbackSecret(input.id, 'third', NOW);
+    expect(await store().getCallbackSecrets(input.id)).toStrictEqual({
+      current: 'third',
+      previous: 'second',
+      previousUntil: NOW,
+    });
+  });
+
+  it('seals callback secrets stored in clear, current and previous, once', async () => {
+    const legacy = newAccount({ callbackSecret: 'whsec_one' });
+    const rotated = newAccount({ callbackSecret: 'whsec_two' });
+    const sealed = newAccount({ callbackSecret: 'sealed:v1:three' });
+    for (const a of [legacy, rotated, sealed]) await store().createAccount(a);
+    await store().rotateCallbackSecret(rotated.id, 'sealed:v1:four', NOW);
+    const seal = (clear: string) => `sealed:v1:${clear.toUpperCase()}`;
+    expect(await store().sealCallbackSecrets(seal)).toBe(2);
+    expect(await store().getCallbackSecrets(legacy.id)).toMatchObject({
+      current: 'sealed:v1:WHSEC_ONE',
+      previous: null,
+    });
+    expect(await store().getCallbackSecrets(rotated.id)).toMatchObject({
+      current: 'sealed:v1:four',
+      previous: 'sealed:v1:WHSEC_TWO',
+    });
+    expect((await store().getCallbackSecrets(sealed.id))?.current).toBe('sealed:v1:three');
+    expect(await store().sealCallbackSecrets(seal)).toBe(0);
+  });
+
+  it('turns callbacks back on when the callback URL changes, unless the patch says otherwise', async () => {
+    const input = newAccount({ callbackUrl: 'https://a.example/cb', callbackEnabled: false });
+    await store().createAccount(input);
+    expect((await store().getAccount(input.id))?.callbackEnabled).toBe(false);
+    // The same URL again changes nothing.
+    expect(
+      (await store().updateAccount(input.id, { callbackUrl: 'https://a.example/cb' }))?.callbackEnabled,
+    ).toBe(false);
+    expect((await store().updateAccount(input.id, { name: 'x' }))?.callbackEnabled).toBe(false);
+    expect(
+      (await store().updateAccount(input.id, { callbackUrl: 'https://b.example/cb' }))?.callbackEnabled,
+    ).toBe(true);
+    expect((await store().updateAccount(input.id, { callbackEnabled: false }))?.callbackEnabled).toBe(false);
+    const explicit = await store().updateAccount(input.id, {
+      callbackUrl: 'https://c.example/cb',
+      callbackEnabled: false,
+    });
+    expect(explicit).toMatchObject({ callbackUrl: 'https://c.example/cb', callbackEnabled: false });
+    expect((await store().updateAccount(input.id, { callbackEnabled: true }))?.callbackEnabled).toBe(true);
   });
 
   it('changes only the fields a patch gives', async () => {
@@ -128,7 +194,7 @@ describe.each(engines())('$name store: accounts', (engine) => {
     expect(await store().setSecretHash(input.id, next)).toStrictEqual(created);
     const found = await store().getAccountByKey(input.key);
     expect(Buffer.from(found?.secretHash ?? []).equals(next)).toBe(true);
-    expect(await store().getCallbackSecret(input.id)).toBe(input.callbackSecret);
+    expect((await store().getCallbackSecrets(input.id))?.current).toBe(input.callbackSecret);
   });
 
   it('keeps accounts apart', async () => {

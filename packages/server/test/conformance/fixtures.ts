@@ -52,6 +52,7 @@ export function newAccount(overrides: Partial<NewAccount> = {}): NewAccount {
     balance: 0,
     creditLimit: 0,
     callbackUrl: null,
+    callbackEnabled: true,
     createdAt: NOW,
     secretHash: randomBytes(32),
     callbackSecret: `whsec_${randomBytes(32).toString('base64')}`,
@@ -85,7 +86,7 @@ export async function ingest(
   now = NOW,
 ): Promise<void> {
   const outcome = await store.ingestMessages(accountId, items, now);
-  expect(outcome).toEqual({ ok: true, value: { accepted: items.length } });
+  expect(outcome).toMatchObject({ ok: true, value: { accepted: items.length } });
 }
 
 /** Ingests receipts that must be accepted as a batch; returns what happened to them. */

@@ -178,7 +178,7 @@ describe.each(engines())('$name store: message ingest', (engine) => {
         ],
         NOW,
       );
-      expect(outcome).toStrictEqual({ ok: true, value: { accepted: 2 } });
+      expect(outcome).toStrictEqual({ ok: true, value: { accepted: 2, events: 0 } });
       const m = await record(store(), account, 'm-1', TO);
       expect(m.text).toBe('late');
       expect(m.createdAt).toStrictEqual(at(1));

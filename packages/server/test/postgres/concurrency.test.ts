@@ -80,7 +80,7 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL concurrent ingest', () => {
         two.ingestMessages(account.id, items, NOW),
       ]);
       for (const outcome of outcomes)
-        expect(outcome).toEqual({ ok: true, value: { accepted: items.length } });
+        expect(outcome).toEqual({ ok: true, value: { accepted: items.length, events: 0 } });
     }
     expect(await counts()).toEqual({
       messages: distinctRecords,

@@ -12,17 +12,21 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL migrate()', () => {
 
   it('is safe when several instances start at once on a schema that does not exist yet', async () => {
     stores.push(...Array.from({ length: 4 }, () => openStore(schema)));
-    await Promise.all(stores.map((s) => s.migrate()));
+    const reports = await Promise.all(stores.map((s) => s.migrate()));
 
     const applied = await sql<{ version: number }>(schema, 'SELECT version FROM schema_migrations');
-    expect(applied.map((r) => r.version)).toEqual([1]);
+    expect(applied.map((r) => r.version).sort((a, b) => a - b)).toEqual([1, 2]);
+    // Each step is reported once, by the instance that applied it.
+    const reported = reports.flat().map((m) => m.version);
+    expect(reported.sort((a, b) => a - b)).toEqual([1, 2]);
+    expect(reports.flat().find((m) => m.version === 1)?.name).toBe('initial schema');
     // Running it again is a no-op, and the store works.
-    await stores[0]?.migrate();
+    expect(await stores[0]?.migrate()).toEqual([]);
     await stores[1]?.ping();
     expect(await stores[1]?.hasAccounts()).toBe(false);
   });
 
-  it('leads every primary key and index with account_id, but the one on accounts.key', async () => {
+  it('leads every primary key and index with account_id, but those on accounts and the relay queue', async () => {
     stores.push(openStore(schema));
     await stores[0]?.migrate();
     const indexes = await sql<{ table: string; index: string; first: string }>(
@@ -37,7 +41,12 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL migrate()', () => {
     );
     expect(indexes.length).toBeGreaterThan(5);
     const offenders = indexes.filter(
-      (r) => r.first !== 'account_id' && !(r.table === 'accounts' && (r.first === 'id' || r.first === 'key')),
+      (r) =>
+        r.first !== 'account_id' &&
+        !(r.table === 'accounts' && (r.first === 'id' || r.first === 'key')) &&
+        // The callback relay's queue spans every account on purpose (the oldest due delivery first, whoever's
+        // it is), so its index leads with the due time.
+        r.index !== 'deliveries_due',
     );
     expect(offenders).toEqual([]);
   });

@@ -66,10 +66,10 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL read replica routing', () => {
       await expect(store.ping()).rejects.toThrow();
 
       expect((await store.getAccount(account.id))?.key).toBe(account.key);
-      expect(await store.getCallbackSecret(account.id)).toMatch(/^whsec_/);
+      expect((await store.getCallbackSecrets(account.id))?.current).toMatch(/^whsec_/);
       expect(await store.ingestMessages(account.id, [sms('m-2', '447700900001')], NOW)).toEqual({
         ok: true,
-        value: { accepted: 1 },
+        value: { accepted: 1, events: 0 },
       });
       expect((await primary.findDlr(account.id, 'm-2')).length).toBe(1);
     } finally {

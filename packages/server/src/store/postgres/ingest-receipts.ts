@@ -1,33 +1,51 @@
 import type pg from 'pg';
-import {
-  applyReceipt,
-  type BatchOutcome,
-  type ItemError,
-  type ReceiptInput,
-  type ReceiptOutcome,
-  receiptTarget,
-} from '../../domain/ingest.js';
+import type { BatchOutcome, ReceiptInput, ReceiptOutcome } from '../../domain/ingest.js';
+import { planReceipts, type ReceiptBatchState, type ReceiptPlan } from '../../domain/plan-receipts.js';
 import type { StoredMessage } from '../../domain/records.js';
-import { lockKeysOfIds, readRecords, upsertRecords } from './message-writes.js';
-import type { TransactionResult } from './pool.js';
+import { callbacksOf, writeEvents } from './event-writes.js';
+import { countKeysOfIds, type KeyRow, lockKeysOfIds, readRecords, updateSmsState } from './message-writes.js';
+import { lockParking } from './park-locks.js';
+import { park } from './parked.js';
+import { RETRY, type TransactionResult } from './pool.js';
 import { recordKey } from './rows.js';
 
 /**
- * One receipt batch, inside a transaction: locks every record of the batch's message ids, replays the
- * receipts in order in memory under the precedence of domain/ingest.ts, and writes the changed recipients in
- * one statement. Receipts never create rows, so a lock on the existing keys is all the concurrency it needs.
+ * One attempt at a receipt batch, inside a transaction: locks every record of the batch's message ids, lets
+ * domain/plan-receipts.ts decide, and writes the changed recipients' SMS state, the events and the parked
+ * receipts. Receipts never create records, so a lock on the existing keys orders them against every other
+ * writer of those records; parking is ordered against the records' arrival by park-locks.ts.
  */
 export async function ingestReceiptsOnce(
   client: pg.PoolClient,
   accountId: string,
   items: readonly ReceiptInput[],
+  now: Date,
   dryRun = false,
-): Promise<TransactionResult<BatchOutcome<ReceiptOutcome>>> {
-  const ids = [...new Set(items.map((i) => i.messageId))];
-  const keyRows = await lockKeysOfIds(client, accountId, ids);
-  const records = await readRecords(client, accountId, keyRows);
+): Promise<TransactionResult<BatchOutcome<ReceiptOutcome>> | typeof RETRY> {
+  const callbacks = await callbacksOf(client, accountId);
+  const keyRows = await lockKeysOfIds(client, accountId, [...new Set(items.map((i) => i.messageId))]);
+  const state: ReceiptBatchState = {
+    recipients: await loadRecipients(client, accountId, keyRows),
+    callbacks,
+  };
+  const planned = planReceipts(state, items, now);
+  if (!planned.ok) return { commit: false, value: { ok: false, errors: planned.errors } };
+  const { plan } = planned;
+  if (dryRun) return { commit: false, value: { ok: true, value: plan.outcome } };
+  if (!(await mayPark(client, accountId, plan, keyRows))) return RETRY;
+  await updateSmsState(client, accountId, plan.updates);
+  await park(client, accountId, plan.park, now);
+  await writeEvents(client, accountId, plan.events, plan.supersede);
+  return { commit: true, value: { ok: true, value: plan.outcome } };
+}
 
-  // Outbound SMS recipients per message id, in first-ingested order (as /dlr lists them).
+/** Outbound SMS recipients per message id, in first-ingested order (as /dlr lists them). */
+async function loadRecipients(
+  client: pg.PoolClient,
+  accountId: string,
+  keyRows: readonly KeyRow[],
+): Promise<Map<string, StoredMessage[]>> {
+  const records = await readRecords(client, accountId, keyRows);
   const recipients = new Map<string, StoredMessage[]>();
   for (const key of [...keyRows].sort((a, b) => a.seq - b.seq)) {
     const record = records.get(recordKey(key.id, key.channel_user_id));
@@ -36,35 +54,23 @@ export async function ingestReceiptsOnce(
     list.push(record);
     recipients.set(key.id, list);
   }
+  return recipients;
+}
 
-  const outcome: ReceiptOutcome = { applied: 0, ignored: 0, unknown: [] };
-  const errors: ItemError[] = [];
-  const changed = new Map<string, StoredMessage>();
-  items.forEach((item, index) => {
-    const list = recipients.get(item.messageId) ?? [];
-    const target = receiptTarget(list, item);
-    if (typeof target === 'string') {
-      errors.push({ index, detail: target });
-      return;
-    }
-    if (!target?.sms) {
-      outcome.unknown.push({ messageId: item.messageId, to: item.to ?? null });
-      return;
-    }
-    const sms = applyReceipt(target.sms, item);
-    if (sms === null) {
-      outcome.ignored++;
-      return;
-    }
-    const updated = { ...target, sms };
-    // Later receipts of the batch must see this one.
-    list[list.indexOf(target)] = updated;
-    changed.set(recordKey(updated.id, updated.channelUserId), updated);
-    outcome.applied++;
-  });
-
-  if (errors.length > 0) return { commit: false, value: { ok: false, errors } };
-  if (dryRun) return { commit: false, value: { ok: true, value: outcome } };
-  await upsertRecords(client, accountId, [...changed.values()]);
-  return { commit: true, value: { ok: true, value: outcome } };
+/**
+ * Takes the parking locks of the ids the plan parks, then checks that no record of them arrived since the
+ * batch looked: one that did was committed by a message batch this one could not see, and parking beside it
+ * would strand the receipt. Then the batch must start over (and will apply the receipt instead).
+ */
+async function mayPark(
+  client: pg.PoolClient,
+  accountId: string,
+  plan: ReceiptPlan,
+  keyRows: readonly KeyRow[],
+): Promise<boolean> {
+  if (plan.park.length === 0) return true;
+  const ids = new Set(plan.park.map((r) => r.messageId));
+  await lockParking(client, accountId, ids);
+  const seen = keyRows.filter((k) => ids.has(k.id)).length;
+  return (await countKeysOfIds(client, accountId, [...ids])) <= seen;
 }

@@ -58,6 +58,20 @@ export async function lockKeysOfIds(
   return result.rows;
 }
 
+/** How many records (of any recipient) these message ids have now; a fresh snapshot of their key rows. */
+export async function countKeysOfIds(
+  client: pg.PoolClient,
+  accountId: string,
+  ids: readonly string[],
+): Promise<number> {
+  const result = await client.query<{ n: number }>({
+    name: 'wb_count_keys_of_ids',
+    text: 'SELECT count(*) AS n FROM message_keys WHERE account_id = $1 AND id = ANY($2::text[])',
+    values: [accountId, ids],
+  });
+  return result.rows[0]?.n ?? 0;
+}
+
 /**
  * Reads the records of these (locked) keys. A separate statement from the lock on purpose: it takes a fresh
  * snapshot after the lock was granted. A plain set-wise join, unlike the per-record LATERAL of the id
@@ -160,6 +174,42 @@ export async function upsertRecords(
       records.map((r) => r.text),
       records.map((r) => (r.content === null ? null : JSON.stringify(r.content))),
       records.map((r) => r.status),
+      records.map((r) => r.sms?.status ?? null),
+      records.map((r) => r.sms?.network ?? null),
+      records.map((r) => r.sms?.price ?? null),
+      records.map((r) => r.sms?.counts ?? null),
+      records.map((r) => r.sms?.receipt?.drStatuscode ?? null),
+      records.map((r) => r.sms?.receipt?.drErrcode ?? null),
+      records.map((r) => r.sms?.receipt?.drTime.toISOString() ?? null),
+    ],
+  });
+}
+
+/**
+ * Writes the SMS and receipt columns of existing records, and nothing else: a receipt never rewrites the text
+ * or content it did not read for its own sake (and they can be large).
+ */
+export async function updateSmsState(
+  client: pg.PoolClient,
+  accountId: string,
+  records: readonly StoredMessage[],
+): Promise<void> {
+  if (records.length === 0) return;
+  await client.query({
+    name: 'wb_update_sms_state',
+    text: `UPDATE messages m SET sms_status = u.sms_status, network = u.network, price = u.price,
+             counts = u.counts, dr_statuscode = u.dr_statuscode, dr_errcode = u.dr_errcode, dr_time = u.dr_time
+           FROM unnest($2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::numeric[],
+             $8::integer[], $9::text[], $10::text[], $11::timestamptz[])
+             AS u (id, channel_user_id, created_at, sms_status, network, price, counts, dr_statuscode, dr_errcode,
+               dr_time)
+           WHERE m.account_id = $1 AND m.id = u.id AND m.channel_user_id = u.channel_user_id
+             AND m.created_at = u.created_at`,
+    values: [
+      accountId,
+      records.map((r) => r.id),
+      records.map((r) => r.channelUserId),
+      records.map((r) => r.createdAt.toISOString()),
       records.map((r) => r.sms?.status ?? null),
       records.map((r) => r.sms?.network ?? null),
       records.map((r) => r.sms?.price ?? null),

@@ -1,5 +1,6 @@
 import type pg from 'pg';
-import { quoteIdent } from './pool.js';
+import type { AppliedMigration } from '../store.js';
+import { quoteIdent, withClient } from './pool.js';
 
 export interface Migration {
   version: number;
@@ -12,9 +13,10 @@ export interface Migration {
  * name tables unqualified; the connection's search_path is the store's schema.
  *
  * Distribution-ready: every primary key and index leads with `account_id`, so with Citus each table can be
- * distributed on it and every query stays on one shard. The one exception is the unique index on
- * `accounts.key`: authentication looks an account up by key before it knows the account, so `accounts` is a
- * small reference table there (docs/operations.md).
+ * distributed on it and every query stays on one shard. Two exceptions: the unique index on `accounts.key`
+ * (authentication looks an account up by key before it knows the account, so `accounts` is a small reference
+ * table there, docs/operations.md), and `deliveries_due`, the callback relay's queue, which is about every
+ * account at once.
  *
  * Partitioning: `messages` is range-partitioned by month on `created_at`, so retention drops whole months
  * instead of deleting row by row, and the newest months stay hot in cache. A unique constraint on a
@@ -129,16 +131,112 @@ export const MIGRATIONS: readonly Migration[] = [
         WHERE campaign_id IS NOT NULL;
     `,
   },
+  {
+    version: 2,
+    name: 'receipt events, callback deliveries and parked receipts',
+    sql: `
+      ALTER TABLE accounts
+        ADD COLUMN callback_enabled boolean NOT NULL DEFAULT true,
+        -- After a rotation the previous secret keeps signing beside the new one until its grace period ends.
+        ADD COLUMN previous_callback_secret text,
+        ADD COLUMN previous_callback_secret_until timestamptz,
+        -- The last feed position handed out in this account. Taking positions updates this row, and that row
+        -- lock is what numbers events in commit order with no gap (event-writes.ts).
+        ADD COLUMN last_event_seq bigint NOT NULL DEFAULT 0;
+
+      -- One row per applied receipt (CONTRACT §9). item is the recipient's /dlr item after the receipt, kept as
+      -- the exact JSON text that callbacks send byte for byte (json or jsonb could reformat it). message_created_at
+      -- lets prune remove events with their message record.
+      CREATE TABLE receipt_events (
+        account_id uuid NOT NULL,
+        seq bigint NOT NULL,
+        id text COLLATE "C" NOT NULL,
+        message_id text COLLATE "C" NOT NULL,
+        recipient text COLLATE "C" NOT NULL,
+        recorded_at timestamptz NOT NULL,
+        message_created_at timestamptz NOT NULL,
+        item text NOT NULL,
+        PRIMARY KEY (account_id, seq),
+        CONSTRAINT receipt_events_id UNIQUE (account_id, id)
+      );
+      CREATE INDEX receipt_events_prune ON receipt_events (account_id, message_created_at);
+
+      -- The outbox: one delivery per event of an account with callbacks on, keyed like its event. A relay holds
+      -- a lease (lease, lease_until) while it attempts one; an expired lease is a crashed attempt.
+      CREATE TABLE deliveries (
+        account_id uuid NOT NULL,
+        seq bigint NOT NULL,
+        id text COLLATE "C" NOT NULL,
+        message_id text COLLATE "C" NOT NULL,
+        recipient text COLLATE "C" NOT NULL,
+        state text NOT NULL,
+        attempts integer NOT NULL DEFAULT 0,
+        created_at timestamptz NOT NULL,
+        message_created_at timestamptz NOT NULL,
+        next_attempt_at timestamptz,
+        lease text,
+        lease_until timestamptz,
+        last_at timestamptz,
+        last_http_status integer,
+        last_error text,
+        last_duration_ms integer,
+        PRIMARY KEY (account_id, seq),
+        CONSTRAINT deliveries_id UNIQUE (account_id, id),
+        CONSTRAINT deliveries_state CHECK (state IN ('pending', 'delivered', 'dead', 'superseded'))
+      );
+      -- "When is anything due next", across every account (the relay's sleep, and the metrics' count): the one
+      -- index that cannot lead with account_id. With Citus each shard walks its own and the coordinator merges.
+      CREATE INDEX deliveries_due ON deliveries (next_attempt_at, seq) WHERE state = 'pending';
+      -- The relay claims per account, oldest due first, so accounts take turns (outbox.ts claimCandidates).
+      CREATE INDEX deliveries_account_due ON deliveries (account_id, next_attempt_at, seq) WHERE state = 'pending';
+      -- Leases are few (attempts in flight, or crashed ones): the in-flight check of a recipient and the
+      -- earliest lease expiry both read this small index instead of every pending delivery.
+      CREATE INDEX deliveries_leased ON deliveries (account_id, message_id, recipient)
+        WHERE lease_until IS NOT NULL;
+      CREATE INDEX deliveries_recipient ON deliveries (account_id, message_id, recipient, seq);
+      CREATE INDEX deliveries_by_state ON deliveries (account_id, state, seq);
+      CREATE INDEX deliveries_prune ON deliveries (account_id, message_created_at);
+      -- Dead deliveries are few and wanted by themselves: the bulk redelivery and the metrics count them.
+      CREATE INDEX deliveries_dead ON deliveries (account_id) WHERE state = 'dead';
+
+      CREATE TABLE delivery_attempts (
+        account_id uuid NOT NULL,
+        seq bigint NOT NULL,
+        n integer NOT NULL,
+        at timestamptz NOT NULL,
+        http_status integer,
+        error text,
+        duration_ms integer NOT NULL,
+        PRIMARY KEY (account_id, seq, n)
+      );
+
+      -- Receipts that came before their recipient (CONTRACT §9 "Early receipts"). fingerprint is the receipt's
+      -- content, so a replay is parked once; receipt is the normalized item (drTime as an ISO string).
+      CREATE TABLE parked_receipts (
+        account_id uuid NOT NULL,
+        ref bigint GENERATED ALWAYS AS IDENTITY,
+        message_id text COLLATE "C" NOT NULL,
+        fingerprint text COLLATE "C" NOT NULL,
+        receipt json NOT NULL,
+        parked_at timestamptz NOT NULL,
+        PRIMARY KEY (account_id, ref),
+        CONSTRAINT parked_receipts_fingerprint UNIQUE (account_id, fingerprint)
+      );
+      CREATE INDEX parked_receipts_message ON parked_receipts (account_id, message_id);
+      CREATE INDEX parked_receipts_age ON parked_receipts (account_id, parked_at);
+    `,
+  },
 ];
 
 /**
  * Applies the migrations not yet recorded in `schema_migrations`, each in its own transaction, creating the
  * schema first if it is missing. A transaction-scoped advisory lock per schema serializes processes that
- * start at once: the second waits, then finds the step recorded and skips it.
+ * start at once: the second waits, then finds the step recorded and skips it. Returns the steps this call
+ * applied, oldest first.
  */
-export async function migrate(pool: pg.Pool, schema: string): Promise<void> {
-  const client = await pool.connect();
-  try {
+export async function migrate(pool: pg.Pool, schema: string): Promise<AppliedMigration[]> {
+  const done: AppliedMigration[] = [];
+  await withClient(pool, async (client) => {
     for (const migration of MIGRATIONS) {
       await client.query('BEGIN');
       try {
@@ -160,12 +258,12 @@ export async function migrate(pool: pg.Pool, schema: string): Promise<void> {
           ]);
         }
         await client.query('COMMIT');
+        if (applied.rowCount === 0) done.push({ version: migration.version, name: migration.name });
       } catch (error) {
         await client.query('ROLLBACK').catch(() => {});
         throw error;
       }
     }
-  } finally {
-    client.release();
-  }
+  });
+  return done;
 }

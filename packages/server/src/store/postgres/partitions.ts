@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { quoteIdent } from './pool.js';
+import { quoteIdent, withClient } from './pool.js';
 
 /**
  * Month partitions of `messages`: `messages_pYYYYMM` holds [first instant of the month, first of the next),
@@ -66,8 +66,8 @@ export async function ensurePartitions(
   }
   if (wanted.size === 0) return;
 
-  const client = await pool.connect();
-  try {
+  // A failed statement (a timeout, a lost connection) destroys the connection rather than handing it back.
+  await withClient(pool, async (client) => {
     for (const [name, start] of wanted) {
       await client.query('BEGIN');
       try {
@@ -98,9 +98,7 @@ export async function ensurePartitions(
         throw error;
       }
     }
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /** The month partitions that currently exist, oldest first. */

@@ -1,12 +1,31 @@
 import pg from 'pg';
+import { callDeadline, DeadlineError, isUnavailable } from './deadline.js';
 
-/** Options of one connection pool (the primary, or the read replica). */
+/** Options of one connection pool (the primary, the read replica, or maintenance). */
 export interface PoolOptions {
   url: string;
   poolSize: number;
   statementTimeoutMs: number;
   schema: string;
+  /**
+   * The longest wait for a connection: to open a new one (TCP, TLS, authentication), or for one to come free
+   * when the pool is full (pg's `connectionTimeoutMillis`). 0 waits forever.
+   */
+  connectTimeoutMs: number;
+  /**
+   * The longest wait for a statement's answer on the client (pg's `query_timeout`), whether or not the
+   * server ever saw it; 0 waits forever. A connection whose statement timed out is destroyed (see
+   * {@link checkout}; pool.query does the same).
+   */
+  queryTimeoutMs: number;
 }
+
+/**
+ * TCP keepalive on every connection, first probe after this much idle time: a connection waiting for a long
+ * statement's answer, or idle in the pool, notices a peer that vanished without a reset (a failed-over host,
+ * a dropped NAT entry) instead of waiting on it for the kernel's retransmission timeout (~15 minutes).
+ */
+const KEEPALIVE_DELAY_MS = 10_000;
 
 const INT8_OID = 20;
 const NUMERIC_OID = 1700;
@@ -47,6 +66,11 @@ export function createPool(options: PoolOptions): pg.Pool {
     max: options.poolSize,
     types: typeParsers,
     application_name: 'waybill',
+    connectionTimeoutMillis: options.connectTimeoutMs,
+    ...(options.queryTimeoutMs > 0 ? { query_timeout: options.queryTimeoutMs } : {}),
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+    // The setup statement below is bounded by query_timeout like any other.
     onConnect: async (client) => {
       await client.query(setup);
     },
@@ -77,16 +101,95 @@ export interface TransactionResult<T> {
 const MAX_ATTEMPTS = 8;
 
 /**
+ * A connection taken from `pool` for a series of statements, bounded by the deadline of the store call it
+ * runs in (see deadline.ts): when the deadline passes, its socket is destroyed, which fails the statement in
+ * flight at once, and every later one. `release` hands it back, or destroys it after a failure that may have
+ * left its protocol state unknown.
+ */
+export interface Checkout {
+  client: pg.PoolClient;
+  /** The call's deadline passed and the connection was destroyed. */
+  readonly expired: boolean;
+  /** Back to the pool; with an error, the connection is destroyed instead. */
+  release(error?: Error): void;
+}
+
+/** A checked-out connection that loses its socket emits 'error'; without a listener the process would crash. */
+const ignore = () => {};
+
+export async function checkout(pool: pg.Pool): Promise<Checkout> {
+  const deadline = callDeadline.getStore();
+  const client = await pool.connect();
+  client.on('error', ignore);
+  if (deadline !== undefined && Date.now() >= deadline) {
+    // The wait for a free connection used up the deadline; the connection itself is fine.
+    client.off('error', ignore);
+    client.release();
+    throw new DeadlineError('the deadline passed while waiting for a database connection');
+  }
+  let expired = false;
+  const timer =
+    deadline === undefined
+      ? undefined
+      : setTimeout(() => {
+          expired = true;
+          client.connection.stream.destroy();
+        }, deadline - Date.now());
+  let released = false;
+  return {
+    client,
+    get expired() {
+      return expired;
+    },
+    release(error) {
+      if (released) return;
+      released = true;
+      clearTimeout(timer);
+      // A destroyed connection may still report its end: keep the listener on a connection that is going away.
+      if (!error && !expired) client.off('error', ignore);
+      client.release(error ?? (expired ? new DeadlineError('deadline passed') : undefined));
+    },
+  };
+}
+
+/**
+ * Runs `work` on one connection of `pool`, bounded like {@link checkout}. After any failure the connection is
+ * destroyed rather than returned to the pool: whatever the failure, a connection that is not known to be idle
+ * and outside a transaction must not serve the next caller.
+ */
+export async function withClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const taken = await checkout(pool);
+  try {
+    const value = await work(taken.client);
+    taken.release();
+    return value;
+  } catch (error) {
+    taken.release(error instanceof Error ? error : new Error(String(error)));
+    if (taken.expired)
+      throw new DeadlineError('the database did not answer by the deadline', { cause: error });
+    throw error;
+  }
+}
+
+/**
  * Runs `work` in a READ COMMITTED transaction on one connection of `pool`. The body returns whether to commit;
  * it may return {@link RETRY} when it lost a race (an `ON CONFLICT DO NOTHING` that did nothing), and
  * serialization failures and deadlocks are retried too, each time from scratch with a short random pause.
+ *
+ * Inside a store call (see deadline.ts) the whole of it, every attempt and every statement and the wait for a
+ * connection included, ends by the call's deadline: the connection is destroyed then, so the server rolls the
+ * transaction back (unless its COMMIT had already arrived), and no further attempt starts. A failure that is
+ * not the server's own answer (a timeout, a lost connection) destroys the connection without trying ROLLBACK
+ * on it: that ROLLBACK could only wait for the same dead network.
  */
 export async function inTransaction<T>(
   pool: pg.Pool,
   work: (client: pg.PoolClient) => Promise<TransactionResult<T> | typeof RETRY>,
 ): Promise<T> {
+  const deadline = callDeadline.getStore();
   for (let attempt = 1; ; attempt++) {
-    const client = await pool.connect();
+    const taken = await checkout(pool);
+    const { client } = taken;
     let broken: Error | undefined;
     try {
       await client.query('BEGIN');
@@ -98,20 +201,33 @@ export async function inTransaction<T>(
         return result.value;
       }
     } catch (error) {
-      try {
-        await client.query('ROLLBACK');
-      } catch (rollbackError) {
-        broken = rollbackError as Error;
+      if (taken.expired) {
+        broken = error as Error;
+        throw new DeadlineError('the transaction did not finish by the deadline', { cause: error });
+      }
+      if (error instanceof pg.DatabaseError || !isUnavailable(error)) {
+        // The server answered (or the body threw between statements): the connection is in sync.
+        try {
+          await client.query('ROLLBACK');
+        } catch (rollbackError) {
+          broken = rollbackError as Error;
+        }
+      } else {
+        broken = error as Error;
       }
       const code = error instanceof pg.DatabaseError ? error.code : undefined;
       if ((code !== SERIALIZATION_FAILURE && code !== DEADLOCK_DETECTED) || attempt >= MAX_ATTEMPTS)
         throw error;
     } finally {
       // Passing an error destroys the connection rather than returning a half-open transaction to the pool.
-      client.release(broken);
+      taken.release(broken);
     }
     if (attempt >= MAX_ATTEMPTS)
       throw new Error(`transaction still contended after ${MAX_ATTEMPTS} attempts`);
-    await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * attempt));
+    const pause = Math.random() * 10 * attempt;
+    if (deadline !== undefined && Date.now() + pause >= deadline) {
+      throw new DeadlineError('the transaction was still contended at the deadline');
+    }
+    await new Promise((resolve) => setTimeout(resolve, pause));
   }
 }

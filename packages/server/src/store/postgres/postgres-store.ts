@@ -2,10 +2,13 @@ import type pg from 'pg';
 import { isUuid } from '../../domain/formats.js';
 import type { Account, AccountPatch, NewAccount } from '../../domain/records.js';
 import type { Channel } from '../../domain/vocabulary.js';
-import { DuplicateKeyError, type HistoryQuery, type Store } from '../store.js';
+import { DuplicateKeyError, type HistoryQuery, type Store, StoreUnavailableError } from '../store.js';
+import { withDeadlines } from './deadline.js';
 import { ingestMessagesOnce } from './ingest-messages.js';
 import { ingestReceiptsOnce } from './ingest-receipts.js';
 import { migrate } from './migrations.js';
+import * as outbox from './outbox.js';
+import { dropParkedBefore } from './parked.js';
 import { ensurePartitions } from './partitions.js';
 import { checkSchemaName, createPool, inTransaction, isUniqueViolation } from './pool.js';
 import { prune } from './prune.js';
@@ -14,6 +17,8 @@ import {
   type AccountRow,
   accountFromRow,
   accountWithSecretFromRow,
+  type CallbackSecretRow,
+  callbackSecretsFromRow,
   joinRecord,
   MESSAGE_COLUMNS,
   type MessageRow,
@@ -34,7 +39,19 @@ export interface PostgresStoreOptions {
   statementTimeoutMs: number;
   /** The schema holding Waybill's tables, created by `migrate()` when missing. @default 'public' */
   schema?: string;
+  /**
+   * The deadline of every store call but `migrate` and `prune` (WAYBILL_DB_TIMEOUT_MS), in milliseconds: past
+   * it the call fails with a StoreUnavailableError, and the connection it was using is destroyed. It also
+   * bounds opening a connection and waiting for a free one. See deadline.ts. @default 5000
+   */
+  timeoutMs?: number;
 }
+
+/** How long a metrics scrape waits for fresh queue counts before it takes the last ones (see outboxStats). */
+const STATS_WAIT_MS = 100;
+
+/** Store calls that are maintenance, not requests: not bounded by `timeoutMs` (see deadline.ts). */
+const MAINTENANCE = new Set(['migrate', 'prune']);
 
 /**
  * Opens a PostgreSQL store. Nothing connects until the first call; run `migrate()` before use.
@@ -50,10 +67,30 @@ export interface PostgresStoreOptions {
  */
 export function openPostgresStore(options: PostgresStoreOptions): Store {
   const schema = checkSchemaName(options.schema ?? 'public');
-  const poolOptions = { poolSize: options.poolSize, statementTimeoutMs: options.statementTimeoutMs, schema };
+  const timeoutMs = options.timeoutMs ?? 5000;
+  const poolOptions = {
+    poolSize: options.poolSize,
+    statementTimeoutMs: options.statementTimeoutMs,
+    schema,
+    connectTimeoutMs: timeoutMs,
+    queryTimeoutMs: timeoutMs,
+  };
   const primary = createPool({ ...poolOptions, url: options.url });
   const replica =
     options.readUrl === undefined ? primary : createPool({ ...poolOptions, url: options.readUrl });
+  // Migrations and pruning get a connection of their own, opened when first needed, whose statements may run
+  // as long as statement_timeout allows (the client gives up `timeoutMs` after that: the server's cancel never
+  // came back, so the network is gone).
+  let maintenancePool: pg.Pool | undefined;
+  const maintenance = () => {
+    maintenancePool ??= createPool({
+      ...poolOptions,
+      url: options.url,
+      poolSize: 1,
+      queryTimeoutMs: options.statementTimeoutMs > 0 ? options.statementTimeoutMs + timeoutMs : 0,
+    });
+    return maintenancePool;
+  };
   // Month partitions this process knows exist; see ensurePartitions.
   const partitions = new Set<string>();
 
@@ -61,11 +98,11 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
     (await pool.query<AccountRow>({ name, text, values })).rows[0];
 
   let closed = false;
-  return {
+  const store: Store = {
     engine: 'postgres',
 
     async migrate() {
-      await migrate(primary, schema);
+      return migrate(maintenance(), schema);
     },
     async ping() {
       await primary.query('SELECT 1');
@@ -77,6 +114,7 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
       closed = true;
       await primary.end();
       if (replica !== primary) await replica.end();
+      await maintenancePool?.end();
     },
 
     async createAccount(account: NewAccount): Promise<Account> {
@@ -84,8 +122,8 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
         const row = await accountQuery(
           'wb_insert_account',
           `INSERT INTO accounts (id, name, key, secret_hash, callback_secret, ip_whitelist, dlr_query_enabled,
-             balance, credit_limit, callback_url, created_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+             balance, credit_limit, callback_url, callback_enabled, created_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
            RETURNING ${ACCOUNT_COLUMNS}`,
           [
             account.id,
@@ -98,6 +136,7 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
             account.balance,
             account.creditLimit,
             account.callbackUrl,
+            account.callbackEnabled,
             account.createdAt.toISOString(),
           ],
         );
@@ -130,14 +169,31 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
       );
       return row ? accountWithSecretFromRow(row) : null;
     },
-    async getCallbackSecret(id) {
+    async getCallbackSecrets(id) {
       if (!isUuid(id)) return null;
-      const result = await primary.query<{ callback_secret: string }>({
-        name: 'wb_callback_secret',
-        text: 'SELECT callback_secret FROM accounts WHERE id = $1',
+      const result = await primary.query<CallbackSecretRow>({
+        name: 'wb_callback_secrets',
+        text: `SELECT callback_secret, previous_callback_secret, previous_callback_secret_until
+               FROM accounts WHERE id = $1`,
         values: [id],
       });
-      return result.rows[0]?.callback_secret ?? null;
+      const row = result.rows[0];
+      return row ? callbackSecretsFromRow(row) : null;
+    },
+    async sealCallbackSecrets(seal) {
+      return sealCallbackSecrets(primary, seal);
+    },
+    async rotateCallbackSecret(id, sealed, previousUntil) {
+      if (!isUuid(id)) return null;
+      // SET reads the row as it was: the previous secret becomes the one that was current.
+      const row = await accountQuery(
+        'wb_rotate_callback_secret',
+        `UPDATE accounts SET previous_callback_secret = callback_secret, previous_callback_secret_until = $2,
+           callback_secret = $3
+         WHERE id = $1 RETURNING ${ACCOUNT_COLUMNS}`,
+        [id, previousUntil.toISOString(), sealed],
+      );
+      return row ? accountFromRow(row) : null;
     },
     async updateAccount(id: string, patch: AccountPatch) {
       if (!isUuid(id)) return null;
@@ -149,7 +205,12 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
            dlr_query_enabled = COALESCE($4::boolean, dlr_query_enabled),
            balance = COALESCE($5::numeric, balance),
            credit_limit = COALESCE($6::numeric, credit_limit),
-           callback_url = CASE WHEN $7::boolean THEN $8::text ELSE callback_url END
+           callback_url = CASE WHEN $7::boolean THEN $8::text ELSE callback_url END,
+           -- A new callback URL turns callbacks back on (after a 410 turned them off), unless the patch says.
+           callback_enabled = COALESCE(
+             $9::boolean,
+             CASE WHEN $7::boolean AND $8::text IS DISTINCT FROM callback_url THEN true ELSE callback_enabled END
+           )
          WHERE id = $1
          RETURNING ${ACCOUNT_COLUMNS}`,
         [
@@ -161,6 +222,7 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
           patch.creditLimit ?? null,
           patch.callbackUrl !== undefined,
           patch.callbackUrl ?? null,
+          patch.callbackEnabled ?? null,
         ],
       );
       return row ? accountFromRow(row) : null;
@@ -185,12 +247,11 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
         now,
         partitions,
       );
-      const dryRun = options?.dryRun === true;
-      return inTransaction(primary, (client) => ingestMessagesOnce(client, accountId, items, now, dryRun));
+      return inTransaction(primary, (client) => ingestMessagesOnce(client, accountId, items, now, options));
     },
-    async ingestReceipts(accountId, items, _now, options) {
+    async ingestReceipts(accountId, items, now, options) {
       const dryRun = options?.dryRun === true;
-      return inTransaction(primary, (client) => ingestReceiptsOnce(client, accountId, items, dryRun));
+      return inTransaction(primary, (client) => ingestReceiptsOnce(client, accountId, items, now, dryRun));
     },
 
     async findDlr(accountId, messageId) {
@@ -237,10 +298,137 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
       return result.rows.map(messageFromRow);
     },
 
+    // The feed and the outbox read the primary: a relay must see what it leased, and an operator what they
+    // just changed.
+    async listReceiptEvents(accountId, afterSeq, limit) {
+      if (!isUuid(accountId)) return [];
+      return outbox.listEvents(primary, accountId, afterSeq, limit);
+    },
+    async claimDeliveries(request) {
+      return outbox.claim(primary, request);
+    },
+    async finishAttempt(claimed, outcome) {
+      await outbox.finish(primary, claimed, outcome);
+    },
+    async releaseClaim(claimed) {
+      await outbox.release(primary, claimed, new Date());
+    },
+    async nextDeliveryDue() {
+      return outbox.nextDue(primary);
+    },
+    async listDeliveries(accountId, query) {
+      if (!isUuid(accountId)) return [];
+      return outbox.listDeliveries(primary, accountId, query);
+    },
+    async getDelivery(accountId, id) {
+      if (!isUuid(accountId)) return null;
+      return outbox.getDelivery(primary, accountId, id);
+    },
+    async redeliver(accountId, id, now) {
+      if (!isUuid(accountId)) return null;
+      return outbox.redeliver(primary, accountId, id, now);
+    },
+    async redeliverDead(accountId, now) {
+      if (!isUuid(accountId)) return 0;
+      return outbox.redeliverDead(primary, accountId, now);
+    },
+    async outboxStats() {
+      return outbox.stats(primary);
+    },
+    async dropParkedBefore(cutoff) {
+      return dropParkedBefore(primary, cutoff);
+    },
+
     async prune(cutoff) {
-      return prune(primary, schema, cutoff, partitions);
+      return prune(maintenance(), schema, cutoff, partitions);
     },
   };
+  const bounded = withDeadlines(store, timeoutMs, MAINTENANCE);
+  return { ...bounded, outboxStats: latestStats(bounded) };
+}
+
+type OutboxStats = Awaited<ReturnType<Store['outboxStats']>>;
+
+/**
+ * `outboxStats` for the metrics scrape, which must never stall on the database (CONTRACT §11). One count query
+ * runs at a time, under the store's deadline. A scrape that starts one waits for it at most
+ * {@link STATS_WAIT_MS}; a scrape that finds one still running, or comes after one failed, does not wait at
+ * all (it starts the next in the background). Without fresh counts a scrape takes those of the last query
+ * that finished, or fails when there are none, and the metrics keep their last values. So during an outage
+ * one connection at most waits on these counts, and after it the gauges are fresh again a scrape later.
+ */
+function latestStats(store: Store): () => Promise<OutboxStats> {
+  let last: OutboxStats | undefined;
+  let lastFailed = false;
+  let running: Promise<OutboxStats> | undefined;
+  const start = () => {
+    const query = store.outboxStats();
+    query.then(
+      (stats) => {
+        last = stats;
+        lastFailed = false;
+        running = undefined;
+      },
+      () => {
+        lastFailed = true;
+        running = undefined;
+      },
+    );
+    return query;
+  };
+  return async () => {
+    const waitMs = running === undefined && !lastFailed ? STATS_WAIT_MS : 0;
+    running ??= start();
+    if (waitMs > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<undefined>((resolve) => {
+        timer = setTimeout(resolve, waitMs, undefined);
+      });
+      try {
+        const fresh = await Promise.race([running, late]);
+        if (fresh !== undefined) return fresh;
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+    if (last !== undefined) return last;
+    throw new StoreUnavailableError('no queue counts yet: the database has not answered');
+  };
+}
+
+/**
+ * Seals the callback secrets still stored in clear, current and previous. The rows are locked as they are
+ * read, so a rotation or a second instance sealing at the same start waits, and the second then finds nothing
+ * left in clear.
+ */
+async function sealCallbackSecrets(pool: pg.Pool, seal: (clear: string) => string): Promise<number> {
+  const sealIfClear = (value: string | null) =>
+    value === null || value.startsWith('sealed:') ? value : seal(value);
+  return inTransaction(pool, async (client) => {
+    const clear = await client.query<{
+      id: string;
+      callback_secret: string;
+      previous_callback_secret: string | null;
+    }>(
+      `SELECT id, callback_secret, previous_callback_secret FROM accounts
+       WHERE callback_secret NOT LIKE 'sealed:%' OR previous_callback_secret NOT LIKE 'sealed:%'
+       ORDER BY id
+       FOR UPDATE`,
+    );
+    if (clear.rows.length > 0) {
+      await client.query(
+        `UPDATE accounts a SET callback_secret = u.current, previous_callback_secret = u.previous
+         FROM unnest($1::uuid[], $2::text[], $3::text[]) AS u (id, current, previous)
+         WHERE a.id = u.id`,
+        [
+          clear.rows.map((r) => r.id),
+          clear.rows.map((r) => sealIfClear(r.callback_secret)),
+          clear.rows.map((r) => sealIfClear(r.previous_callback_secret)),
+        ],
+      );
+    }
+    return { commit: true, value: clear.rows.length };
+  });
 }
 
 /**

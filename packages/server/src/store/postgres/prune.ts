@@ -1,9 +1,10 @@
 import type pg from 'pg';
 import { listPartitions, lockPartitions } from './partitions.js';
-import { quoteIdent } from './pool.js';
+import { quoteIdent, withClient } from './pool.js';
 
 /**
- * Retention: removes every message record created before `cutoff` and returns how many went.
+ * Retention: removes every message record created before `cutoff`, with its receipt events, deliveries and
+ * their attempt logs, and returns how many records went.
  *
  * Month partitions wholly older than the cutoff are dropped (with their key rows), which costs the same for
  * a million rows as for one and leaves no dead tuples for vacuum; only the month the cutoff falls in, and the
@@ -16,8 +17,8 @@ export async function prune(
   known: Set<string>,
 ): Promise<number> {
   let removed = 0;
-  const client = await pool.connect();
-  try {
+  await withClient(pool, async (client) => {
+    await pruneEvents(client, cutoff);
     const partitions = await listPartitions(client);
     for (const partition of partitions) {
       if (partition.to > cutoff.getTime()) break;
@@ -62,8 +63,28 @@ export async function prune(
       values: [cutoff.toISOString()],
     });
     removed += rest.rows[0]?.n ?? 0;
-  } finally {
-    client.release();
-  }
+  });
   return removed;
+}
+
+/**
+ * Events and deliveries go by their record's `created_at` (copied into them), in one statement so none is
+ * left without the other. Walking the accounts reads each one's range of the (account_id, message_created_at)
+ * indexes rather than the whole tables.
+ */
+async function pruneEvents(client: pg.PoolClient, cutoff: Date): Promise<void> {
+  await client.query({
+    name: 'wb_prune_events',
+    text: `WITH deliveries_gone AS (
+             DELETE FROM deliveries d USING accounts a
+             WHERE d.account_id = a.id AND d.message_created_at < $1
+             RETURNING d.account_id, d.seq
+           ), attempts_gone AS (
+             DELETE FROM delivery_attempts x USING deliveries_gone g
+             WHERE x.account_id = g.account_id AND x.seq = g.seq
+           )
+           DELETE FROM receipt_events e USING accounts a
+           WHERE e.account_id = a.id AND e.message_created_at < $1`,
+    values: [cutoff.toISOString()],
+  });
 }

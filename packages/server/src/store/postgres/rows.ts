@@ -1,4 +1,8 @@
-import type { Account, AccountWithSecret, StoredMessage } from '../../domain/records.js';
+import type { AttemptRecord, Delivery, DeliveryState } from '../../domain/deliveries.js';
+import type { ReceiptEvent } from '../../domain/events.js';
+import type { ReceiptInput } from '../../domain/ingest.js';
+import type { ParkedReceipt } from '../../domain/plan-receipts.js';
+import type { Account, AccountWithSecret, CallbackSecrets, StoredMessage } from '../../domain/records.js';
 import type {
   Channel,
   Direction,
@@ -7,6 +11,7 @@ import type {
   SendStatus,
   SettableStatus,
 } from '../../domain/vocabulary.js';
+import type { DlrItem } from '../../domain/wire.js';
 
 /**
  * Rows as node-postgres returns them through our pool (timestamptz → Date, json → object, numeric and int8 →
@@ -23,11 +28,13 @@ export interface AccountRow {
   balance: number;
   credit_limit: number;
   callback_url: string | null;
+  callback_enabled: boolean;
   created_at: Date;
 }
 
 export const ACCOUNT_COLUMNS =
-  'id, name, key, secret_hash, ip_whitelist, dlr_query_enabled, balance, credit_limit, callback_url, created_at';
+  'id, name, key, secret_hash, ip_whitelist, dlr_query_enabled, balance, credit_limit, callback_url, ' +
+  'callback_enabled, created_at';
 
 export function accountFromRow(row: AccountRow): Account {
   return {
@@ -39,6 +46,7 @@ export function accountFromRow(row: AccountRow): Account {
     balance: row.balance,
     creditLimit: row.credit_limit,
     callbackUrl: row.callback_url,
+    callbackEnabled: row.callback_enabled,
     createdAt: row.created_at,
   };
 }
@@ -140,5 +148,106 @@ export const joinRecord = (keys: string): string =>
      OFFSET 0
    ) m`;
 
-/** Key of a message record inside one account, for in-memory maps. */
-export const recordKey = (id: string, channelUserId: string): string => `${id}\u0000${channelUserId}`;
+/** Key of a message record inside one account, for in-memory maps: the planner's, so loaded maps fit it. */
+export { recordKey } from '../../domain/plan-messages.js';
+
+export interface CallbackSecretRow {
+  callback_secret: string;
+  previous_callback_secret: string | null;
+  previous_callback_secret_until: Date | null;
+}
+
+export const callbackSecretsFromRow = (row: CallbackSecretRow): CallbackSecrets => ({
+  current: row.callback_secret,
+  previous: row.previous_callback_secret,
+  previousUntil: row.previous_callback_secret_until,
+});
+
+export interface EventRow {
+  seq: number;
+  id: string;
+  recorded_at: Date;
+  item: string;
+}
+
+export const eventFromRow = (row: EventRow): ReceiptEvent => ({
+  id: row.id,
+  seq: row.seq,
+  recordedAt: row.recorded_at,
+  item: JSON.parse(row.item) as DlrItem,
+});
+
+export interface DeliveryRow {
+  seq: number;
+  id: string;
+  message_id: string;
+  recipient: string;
+  state: string;
+  attempts: number;
+  created_at: Date;
+  next_attempt_at: Date | null;
+  last_at: Date | null;
+  last_http_status: number | null;
+  last_error: string | null;
+  last_duration_ms: number | null;
+  item: string;
+}
+
+/** A delivery (`d`) with its event's item (`e`). */
+export const DELIVERY_COLUMNS =
+  'd.seq, d.id, d.message_id, d.recipient, d.state, d.attempts, d.created_at, d.next_attempt_at, d.last_at, ' +
+  'd.last_http_status, d.last_error, d.last_duration_ms, e.item';
+
+export function deliveryFromRow(row: DeliveryRow): Delivery {
+  return {
+    id: row.id,
+    eventId: row.id,
+    seq: row.seq,
+    messageId: row.message_id,
+    to: row.recipient,
+    state: row.state as DeliveryState,
+    attempts: row.attempts,
+    createdAt: row.created_at,
+    nextAttemptAt: row.state === 'pending' ? row.next_attempt_at : null,
+    lastAttempt:
+      row.last_at === null
+        ? null
+        : {
+            at: row.last_at,
+            httpStatus: row.last_http_status,
+            error: row.last_error,
+            durationMs: row.last_duration_ms ?? 0,
+          },
+    payload: JSON.parse(row.item) as DlrItem,
+  };
+}
+
+export interface AttemptRow {
+  at: Date;
+  http_status: number | null;
+  error: string | null;
+  duration_ms: number;
+}
+
+export const attemptFromRow = (row: AttemptRow): AttemptRecord => ({
+  at: row.at,
+  httpStatus: row.http_status,
+  error: row.error,
+  durationMs: row.duration_ms,
+});
+
+/** A parked receipt as stored: the normalized item, `drTime` as an ISO string (JSON has no dates). */
+export const parkedJson = (r: ReceiptInput): string =>
+  JSON.stringify({ ...r, drTime: r.drTime.toISOString() });
+
+export interface ParkedRow {
+  ref: number;
+  receipt: Omit<ReceiptInput, 'drTime'> & { drTime: string };
+  parked_at: Date;
+}
+
+export const parkedFromRow = (row: ParkedRow): ParkedReceipt => ({
+  ref: row.ref,
+  receipt: { ...row.receipt, drTime: new Date(row.receipt.drTime) },
+  parkedAt: row.parked_at,
+});

@@ -1,4 +1,5 @@
 import type { Database } from 'better-sqlite3';
+import type { AppliedMigration } from '../store.js';
 
 export interface Migration {
   version: number;
@@ -102,14 +103,100 @@ export const MIGRATIONS: readonly Migration[] = [
         WHERE campaign_id IS NOT NULL;
     `,
   },
+  {
+    version: 2,
+    name: 'receipt events, callback deliveries and parked receipts',
+    sql: `
+      ALTER TABLE accounts ADD COLUMN callback_enabled INTEGER NOT NULL DEFAULT 1;
+      -- After a rotation the previous secret keeps signing beside the new one until its grace period ends.
+      ALTER TABLE accounts ADD COLUMN previous_callback_secret TEXT;
+      ALTER TABLE accounts ADD COLUMN previous_callback_secret_until INTEGER;
+      -- The last feed position handed out in this account: events are numbered 1, 2, 3… in commit order.
+      ALTER TABLE accounts ADD COLUMN last_event_seq INTEGER NOT NULL DEFAULT 0;
+
+      -- One row per applied receipt (CONTRACT §9). item is the recipient's /dlr item after the receipt, as the
+      -- JSON text that callbacks send byte for byte. message_created_at lets prune remove events with their
+      -- message record.
+      CREATE TABLE receipt_events (
+        account_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        recipient TEXT NOT NULL,
+        recorded_at INTEGER NOT NULL,
+        message_created_at INTEGER NOT NULL,
+        item TEXT NOT NULL,
+        PRIMARY KEY (account_id, seq)
+      ) STRICT;
+      CREATE UNIQUE INDEX receipt_events_id ON receipt_events (account_id, id);
+      CREATE INDEX receipt_events_prune ON receipt_events (message_created_at);
+
+      -- The outbox: one delivery per event of an account with callbacks on, keyed like its event. A relay
+      -- holds a lease (lease, lease_until) while it attempts one; an expired lease is a crashed attempt.
+      CREATE TABLE deliveries (
+        account_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        recipient TEXT NOT NULL,
+        state TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL,
+        message_created_at INTEGER NOT NULL,
+        next_attempt_at INTEGER,
+        lease TEXT,
+        lease_until INTEGER,
+        last_at INTEGER,
+        last_http_status INTEGER,
+        last_error TEXT,
+        last_duration_ms INTEGER,
+        PRIMARY KEY (account_id, seq)
+      ) STRICT;
+      CREATE UNIQUE INDEX deliveries_id ON deliveries (account_id, id);
+      -- The relay claims per account (fairly: one busy account never holds up the others), oldest due first;
+      -- deliveries_due answers "when is anything due next" across accounts.
+      CREATE INDEX deliveries_account_due ON deliveries (account_id, next_attempt_at, seq) WHERE state = 'pending';
+      CREATE INDEX deliveries_due ON deliveries (next_attempt_at, seq) WHERE state = 'pending';
+      CREATE INDEX deliveries_recipient ON deliveries (account_id, message_id, recipient, seq);
+      CREATE INDEX deliveries_state ON deliveries (account_id, state, seq);
+      CREATE INDEX deliveries_prune ON deliveries (message_created_at);
+      CREATE INDEX deliveries_dead ON deliveries (account_id) WHERE state = 'dead';
+
+      CREATE TABLE delivery_attempts (
+        account_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        at INTEGER NOT NULL,
+        http_status INTEGER,
+        error TEXT,
+        duration_ms INTEGER NOT NULL,
+        PRIMARY KEY (account_id, seq, n)
+      ) WITHOUT ROWID, STRICT;
+
+      -- Receipts that came before their recipient (CONTRACT §9 "Early receipts"). fingerprint is the receipt's
+      -- content, so a replay is parked once; receipt is the normalized item as JSON.
+      CREATE TABLE parked_receipts (
+        ref INTEGER PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        receipt TEXT NOT NULL,
+        parked_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE UNIQUE INDEX parked_receipts_fingerprint ON parked_receipts (account_id, fingerprint);
+      CREATE INDEX parked_receipts_message ON parked_receipts (account_id, message_id);
+      CREATE INDEX parked_receipts_age ON parked_receipts (parked_at);
+    `,
+  },
 ];
 
 /**
  * Applies the migrations not yet recorded in `schema_migrations`, each in its own transaction. Idempotent;
  * IMMEDIATE transactions take the write lock before checking, so two processes migrating one file at once
- * apply each step exactly once (the second waits on busy_timeout, then finds it done).
+ * apply each step exactly once (the second waits on busy_timeout, then finds it done). Returns the steps this
+ * call applied, oldest first.
  */
-export function migrate(db: Database): void {
+export function migrate(db: Database): AppliedMigration[] {
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER NOT NULL PRIMARY KEY,
     name TEXT NOT NULL,
@@ -121,11 +208,14 @@ export function migrate(db: Database): void {
   const record = db.prepare<[number, string, number]>(
     'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
   );
+  const done: AppliedMigration[] = [];
   for (const migration of MIGRATIONS) {
     db.transaction(() => {
       if (applied.get(migration.version)) return;
       db.exec(migration.sql);
       record.run(migration.version, migration.name, Date.now());
+      done.push({ version: migration.version, name: migration.name });
     }).immediate();
   }
+  return done;
 }

@@ -1,3 +1,6 @@
+import type { AttemptRecord, Delivery, DeliveryState } from '../../domain/deliveries.js';
+import type { ReceiptInput } from '../../domain/ingest.js';
+import type { ParkedReceipt } from '../../domain/plan-receipts.js';
 import type { Account, AccountWithSecret, StoredMessage } from '../../domain/records.js';
 import type {
   Channel,
@@ -7,6 +10,7 @@ import type {
   SendStatus,
   SettableStatus,
 } from '../../domain/vocabulary.js';
+import type { DlrItem } from '../../domain/wire.js';
 
 /** Rows as SQLite returns them, and their mapping to and from the domain. Dates are epoch milliseconds. */
 
@@ -20,11 +24,13 @@ export interface AccountRow {
   balance: number;
   credit_limit: number;
   callback_url: string | null;
+  callback_enabled: number;
   created_at: number;
 }
 
 export const ACCOUNT_COLUMNS =
-  'id, name, key, secret_hash, ip_whitelist, dlr_query_enabled, balance, credit_limit, callback_url, created_at';
+  'id, name, key, secret_hash, ip_whitelist, dlr_query_enabled, balance, credit_limit, callback_url, ' +
+  'callback_enabled, created_at';
 
 export function accountFromRow(row: AccountRow): Account {
   return {
@@ -36,6 +42,7 @@ export function accountFromRow(row: AccountRow): Account {
     balance: row.balance,
     creditLimit: row.credit_limit,
     callbackUrl: row.callback_url,
+    callbackEnabled: row.callback_enabled !== 0,
     createdAt: new Date(row.created_at),
   };
 }
@@ -145,5 +152,77 @@ export function messageParams(accountId: string, m: StoredMessage): MessageParam
     dr_statuscode: receipt?.drStatuscode ?? null,
     dr_errcode: receipt?.drErrcode ?? null,
     dr_time: receipt ? receipt.drTime.getTime() : null,
+  };
+}
+
+export interface DeliveryRow {
+  account_id: string;
+  seq: number;
+  id: string;
+  message_id: string;
+  recipient: string;
+  state: string;
+  attempts: number;
+  created_at: number;
+  next_attempt_at: number | null;
+  last_at: number | null;
+  last_http_status: number | null;
+  last_error: string | null;
+  last_duration_ms: number | null;
+  item: string;
+}
+
+export const DELIVERY_COLUMNS =
+  'd.account_id, d.seq, d.id, d.message_id, d.recipient, d.state, d.attempts, d.created_at, d.next_attempt_at, ' +
+  'd.last_at, d.last_http_status, d.last_error, d.last_duration_ms, e.item';
+
+export function deliveryFromRow(row: DeliveryRow): Delivery {
+  return {
+    id: row.id,
+    eventId: row.id,
+    seq: row.seq,
+    messageId: row.message_id,
+    to: row.recipient,
+    state: row.state as DeliveryState,
+    attempts: row.attempts,
+    createdAt: new Date(row.created_at),
+    nextAttemptAt:
+      row.state === 'pending' && row.next_attempt_at !== null ? new Date(row.next_attempt_at) : null,
+    lastAttempt:
+      row.last_at === null
+        ? null
+        : {
+            at: new Date(row.last_at),
+            httpStatus: row.last_http_status,
+            error: row.last_error,
+            durationMs: row.last_duration_ms ?? 0,
+          },
+    payload: JSON.parse(row.item) as DlrItem,
+  };
+}
+
+export interface AttemptRow {
+  at: number;
+  http_status: number | null;
+  error: string | null;
+  duration_ms: number;
+}
+
+export const attemptFromRow = (row: AttemptRow): AttemptRecord => ({
+  at: new Date(row.at),
+  httpStatus: row.http_status,
+  error: row.error,
+  durationMs: row.duration_ms,
+});
+
+/** A parked receipt as JSON: the normalized item, its time as epoch milliseconds. */
+export const parkedJson = (r: ReceiptInput): string => JSON.stringify({ ...r, drTime: r.drTime.getTime() });
+
+export function parkedFromRow(row: { ref: number; receipt: string; parked_at: number }): ParkedReceipt {
+  const raw = JSON.parse(row.receipt) as Omit<ReceiptInput, 'drTime'> & { drTime: number };
+  return {
+    ref: row.ref,
+    receipt: { ...raw, drTime: new Date(raw.drTime) },
+    parkedAt: new Date(row.parked_at),
   };
 }

@@ -1,22 +1,31 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { newId } from '../../domain/ids.js';
-import {
-  applyReceipt,
-  type BatchOutcome,
-  type ItemError,
-  type MessageUpsert,
-  mergeMessage,
-  type ReceiptInput,
-  type ReceiptOutcome,
-  receiptTarget,
-} from '../../domain/ingest.js';
+import type { BatchOutcome, ItemError, MessageUpsert, ReceiptInput } from '../../domain/ingest.js';
+import { planMessages } from '../../domain/plan-messages.js';
+import { planReceipts } from '../../domain/plan-receipts.js';
 import type { Account, AccountPatch, NewAccount, StoredMessage } from '../../domain/records.js';
 import type { Channel } from '../../domain/vocabulary.js';
-import { DuplicateKeyError, type HistoryQuery, type Store } from '../store.js';
+import {
+  type AttemptOutcome,
+  type ClaimedDelivery,
+  type ClaimRequest,
+  DuplicateKeyError,
+  type HistoryQuery,
+  type Store,
+} from '../store.js';
+import { retryingWhileBusy } from './busy.js';
+import {
+  loadMessageBatch,
+  loadReceiptBatch,
+  recipientsOf,
+  writeMessagePlan,
+  writeReceiptPlan,
+} from './ingest.js';
 import { migrate } from './migrations.js';
-import { accountFromRow, accountWithSecretFromRow, messageFromRow, messageParams } from './rows.js';
+import * as outboxOps from './outbox.js';
+import { prepareOutbox } from './outbox.js';
+import { accountFromRow, accountWithSecretFromRow, messageFromRow } from './rows.js';
 import { type HistoryParams, prepareStatements, type Statements } from './statements.js';
 
 export interface SqliteStoreOptions {
@@ -24,6 +33,8 @@ export interface SqliteStoreOptions {
   path: string;
   /** Page cache size in MiB; file databases also map this much of the file into memory. */
   cacheMb: number;
+  /** How long a call waits for a write lock held by another connection before failing. @default 5000 */
+  timeoutMs?: number;
 }
 
 /** Thrown inside a transaction to roll a batch back once its item errors are collected. */
@@ -46,7 +57,8 @@ class DryRunPassed<T> extends Error {
 
 /**
  * Opens (and migrates) a SQLite store. The schema is brought up to date here because every statement is
- * prepared at open, and preparing needs the tables; `migrate()` stays callable and is then a no-op.
+ * prepared at open, and preparing needs the tables; `migrate()` stays callable, and its first call reports
+ * the migrations applied here.
  *
  * @example
  * const store = openSqliteStore({ path: './data/waybill.db', cacheMb: 256 });
@@ -64,26 +76,54 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
   db.pragma('foreign_keys = ON');
   // A negative cache_size is in KiB rather than pages.
   db.pragma(`cache_size = ${-Math.floor(options.cacheMb * 1024)}`);
-  migrate(db);
+  // What opening applied, until the first migrate() call reports it.
+  let appliedAtOpen = migrate(db);
+  // From here on a lock held elsewhere answers SQLITE_BUSY at once, and the wait happens asynchronously
+  // (busy.ts); migrations above still wait synchronously, as nothing is served before they finish.
+  db.pragma('busy_timeout = 0');
   const sql = prepareStatements(db);
+  const outbox = prepareOutbox(db);
+  // Plans are made and written inside one IMMEDIATE transaction: what was loaded cannot change before the write.
   const ingestMessages = db.transaction(
-    (accountId: string, items: MessageUpsert[], now: Date, dryRun: boolean) => {
-      const accepted = ingestMessageBatch(sql, accountId, items, now);
-      if (dryRun) throw new DryRunPassed({ accepted });
-      return { accepted };
+    (accountId: string, items: MessageUpsert[], now: Date, parkedSince: number, dryRun: boolean) => {
+      const planned = planMessages(loadMessageBatch(sql, accountId, items, parkedSince), items, now);
+      if (!planned.ok) throw new BatchRejected(planned.errors);
+      const value = { accepted: items.length, events: planned.plan.events.length };
+      if (dryRun) throw new DryRunPassed(value);
+      writeMessagePlan(sql, outbox, accountId, planned.plan);
+      return value;
     },
   );
-  const ingestReceipts = db.transaction((accountId: string, items: ReceiptInput[], dryRun: boolean) => {
-    const outcome = ingestReceiptBatch(sql, accountId, items);
-    if (dryRun) throw new DryRunPassed(outcome);
-    return outcome;
+  const ingestReceipts = db.transaction(
+    (accountId: string, items: ReceiptInput[], now: Date, dryRun: boolean) => {
+      const planned = planReceipts(loadReceiptBatch(sql, accountId, items), items, now);
+      if (!planned.ok) throw new BatchRejected(planned.errors);
+      if (dryRun) throw new DryRunPassed(planned.plan.outcome);
+      writeReceiptPlan(sql, outbox, accountId, planned.plan, now);
+      return planned.plan.outcome;
+    },
+  );
+  const claim = db.transaction((request: ClaimRequest) => outboxOps.claim(outbox, request));
+  const finish = db.transaction((claimed: ClaimedDelivery, outcome: AttemptOutcome) =>
+    outboxOps.finish(outbox, claimed, outcome),
+  );
+  const redeliver = db.transaction((accountId: string, id: string, now: Date) =>
+    outboxOps.redeliver(outbox, accountId, id, now),
+  );
+  const prune = db.transaction((cutoff: number) => {
+    outbox.pruneAttempts.run(cutoff);
+    outbox.pruneDeliveries.run(cutoff);
+    outbox.pruneEvents.run(cutoff);
+    return sql.prune.run(cutoff).changes;
   });
 
-  return {
+  const store: Store = {
     engine: 'sqlite',
 
     async migrate() {
-      migrate(db);
+      const applied = [...appliedAtOpen, ...migrate(db)];
+      appliedAtOpen = [];
+      return applied;
     },
     async ping() {
       sql.ping.get();
@@ -105,6 +145,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
           balance: account.balance,
           credit_limit: account.creditLimit,
           callback_url: account.callbackUrl,
+          callback_enabled: account.callbackEnabled ? 1 : 0,
           created_at: account.createdAt.getTime(),
         });
       } catch (error) {
@@ -127,8 +168,36 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
       const row = sql.accountByKey.get(key);
       return row ? accountWithSecretFromRow(row) : null;
     },
-    async getCallbackSecret(id) {
-      return sql.callbackSecret.get(id)?.callback_secret ?? null;
+    async getCallbackSecrets(id) {
+      const row = sql.callbackSecrets.get(id);
+      if (!row) return null;
+      return {
+        current: row.callback_secret,
+        previous: row.previous_callback_secret,
+        previousUntil:
+          row.previous_callback_secret_until === null ? null : new Date(row.previous_callback_secret_until),
+      };
+    },
+    async sealCallbackSecrets(seal) {
+      const sealIfClear = (value: string) => (value.startsWith('sealed:') ? value : seal(value));
+      return db
+        .transaction(() => {
+          const rows = sql.clearCallbackSecrets.all();
+          for (const row of rows) {
+            const previous = row.previous_callback_secret;
+            sql.setCallbackSecrets.run(
+              sealIfClear(row.callback_secret),
+              previous === null ? null : sealIfClear(previous),
+              row.id,
+            );
+          }
+          return rows.length;
+        })
+        .immediate();
+    },
+    async rotateCallbackSecret(id, sealed, previousUntil) {
+      const row = sql.rotateCallbackSecret.get(previousUntil.getTime(), sealed, id);
+      return row ? accountFromRow(row) : null;
     },
     async updateAccount(id: string, patch: AccountPatch) {
       const row = sql.updateAccount.get({
@@ -140,6 +209,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
         credit_limit: patch.creditLimit ?? null,
         set_callback_url: patch.callbackUrl === undefined ? 0 : 1,
         callback_url: patch.callbackUrl ?? null,
+        callback_enabled: patch.callbackEnabled === undefined ? null : patch.callbackEnabled ? 1 : 0,
       });
       return row ? accountFromRow(row) : null;
     },
@@ -149,10 +219,13 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     },
 
     async ingestMessages(accountId, items, now, options) {
-      return runBatch(() => ingestMessages.immediate(accountId, items, now, options?.dryRun === true));
+      const parkedSince = options?.parkedSince?.getTime() ?? 0;
+      return runBatch(() =>
+        ingestMessages.immediate(accountId, items, now, parkedSince, options?.dryRun === true),
+      );
     },
-    async ingestReceipts(accountId, items, _now, options) {
-      return runBatch(() => ingestReceipts.immediate(accountId, items, options?.dryRun === true));
+    async ingestReceipts(accountId, items, now, options) {
+      return runBatch(() => ingestReceipts.immediate(accountId, items, now, options?.dryRun === true));
     },
 
     async findDlr(accountId, messageId) {
@@ -171,10 +244,47 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
       return listHistory(sql, accountId, query);
     },
 
+    async listReceiptEvents(accountId, afterSeq, limit) {
+      return outboxOps.listEvents(outbox, accountId, afterSeq, limit);
+    },
+    async claimDeliveries(request) {
+      return claim.immediate(request);
+    },
+    async finishAttempt(claimed, outcome) {
+      finish.immediate(claimed, outcome);
+    },
+    async releaseClaim(claimed) {
+      outbox.release.run(Date.now(), claimed.accountId, claimed.id, claimed.lease);
+    },
+    async nextDeliveryDue() {
+      const due = outbox.nextDue.get()?.due ?? null;
+      return due === null ? null : new Date(due);
+    },
+    async listDeliveries(accountId, query) {
+      return outboxOps.listDeliveries(outbox, accountId, query);
+    },
+    async getDelivery(accountId, id) {
+      return outboxOps.getDelivery(outbox, accountId, id);
+    },
+    async redeliver(accountId, id, now) {
+      return redeliver.immediate(accountId, id, now);
+    },
+    async redeliverDead(accountId, now) {
+      return outbox.redeliverDead.run(now.getTime(), accountId).changes;
+    },
+    async outboxStats() {
+      const row = outbox.stats.get();
+      return { pending: row?.pending ?? 0, dead: row?.dead ?? 0, parked: row?.parked ?? 0 };
+    },
+    async dropParkedBefore(cutoff) {
+      return sql.dropParkedBefore.run(cutoff.getTime()).changes;
+    },
+
     async prune(cutoff) {
-      return sql.prune.run(cutoff.getTime()).changes;
+      return prune.immediate(cutoff.getTime());
     },
   };
+  return retryingWhileBusy(store, options.timeoutMs ?? 5000);
 }
 
 function runBatch<T>(apply: () => T): BatchOutcome<T> {
@@ -193,106 +303,6 @@ function isUniqueViolation(error: unknown, column: string): boolean {
     error.code === 'SQLITE_CONSTRAINT_UNIQUE' &&
     error.message.includes(column)
   );
-}
-
-/** Runs inside the batch transaction; throws {@link BatchRejected} (rolling back) when any item is bad. */
-function ingestMessageBatch(sql: Statements, accountId: string, items: MessageUpsert[], now: Date): number {
-  const seqRow = sql.lastMessageSeq.get(accountId);
-  if (!seqRow) throw new Error(`unknown account ${accountId}`);
-  let seq = seqRow.last_message_seq;
-  const errors: ItemError[] = [];
-  items.forEach((item, index) => {
-    const contactId = resolveOrLinkContact(sql, accountId, item);
-    if (typeof contactId !== 'string') {
-      errors.push({ index, detail: contactId.error });
-      return;
-    }
-    let conversationId = sql.conversation.get(accountId, contactId, item.channel)?.id;
-    if (conversationId === undefined) {
-      conversationId = newId();
-      sql.insertConversation.run(accountId, contactId, item.channel, conversationId);
-    }
-    const existingRow = sql.message.get(accountId, item.id, item.channelUserId);
-    const existing = existingRow ? messageFromRow(existingRow) : null;
-    const merged = mergeMessage(existing, item, { contactId, conversationId }, now);
-    if (typeof merged === 'string') {
-      errors.push({ index, detail: merged });
-      return;
-    }
-    writeMessage(sql, accountId, merged, existing === null ? ++seq : null);
-  });
-  if (errors.length > 0) throw new BatchRejected(errors);
-  sql.setLastMessageSeq.run(seq, accountId);
-  return items.length;
-}
-
-/**
- * The contact of an item's identity, creating contact and identity as needed, or why it cannot be linked.
- * Later items of the batch see what earlier ones linked, as if the items had been sent one by one.
- */
-function resolveOrLinkContact(
-  sql: Statements,
-  accountId: string,
-  item: MessageUpsert,
-): string | { error: string } {
-  const owner = sql.identity.get(accountId, item.channel, item.channelUserId)?.contact_id;
-  if (item.contactId === undefined) {
-    if (owner !== undefined) return owner;
-    const contactId = newId();
-    sql.insertContact.run(accountId, contactId);
-    sql.insertIdentity.run(accountId, item.channel, item.channelUserId, contactId);
-    return contactId;
-  }
-  if (owner !== undefined) {
-    if (owner === item.contactId) return owner;
-    return { error: `${item.channel} identity ${item.channelUserId} belongs to another contact` };
-  }
-  const held = sql.identityOfContact.get(accountId, item.contactId, item.channel)?.channel_user_id;
-  if (held !== undefined) {
-    return { error: `contact ${item.contactId} already has the ${item.channel} identity ${held}` };
-  }
-  sql.insertContact.run(accountId, item.contactId);
-  sql.insertIdentity.run(accountId, item.channel, item.channelUserId, item.contactId);
-  return item.contactId;
-}
-
-/** The outbound SMS recipients of a message id, in the order they were first ingested. */
-function recipientsOf(sql: Statements, accountId: string, messageId: string): StoredMessage[] {
-  const rows = sql.dlr.all(accountId, messageId);
-  if (rows.length > 1) rows.sort((a, b) => a.seq - b.seq);
-  return rows.map(messageFromRow);
-}
-
-/** Inserts a new record with its ingest sequence, or updates an existing one (seq null). */
-function writeMessage(sql: Statements, accountId: string, message: StoredMessage, seq: number | null): void {
-  const params = messageParams(accountId, message);
-  if (seq === null) sql.updateMessage.run(params);
-  else sql.insertMessage.run({ ...params, seq, created_at: message.createdAt.getTime() });
-}
-
-function ingestReceiptBatch(sql: Statements, accountId: string, items: ReceiptInput[]): ReceiptOutcome {
-  const outcome: ReceiptOutcome = { applied: 0, ignored: 0, unknown: [] };
-  const errors: ItemError[] = [];
-  items.forEach((item, index) => {
-    const target = receiptTarget(recipientsOf(sql, accountId, item.messageId), item);
-    if (typeof target === 'string') {
-      errors.push({ index, detail: target });
-      return;
-    }
-    if (!target?.sms) {
-      outcome.unknown.push({ messageId: item.messageId, to: item.to ?? null });
-      return;
-    }
-    const sms = applyReceipt(target.sms, item);
-    if (sms === null) {
-      outcome.ignored++;
-      return;
-    }
-    writeMessage(sql, accountId, { ...target, sms }, null);
-    outcome.applied++;
-  });
-  if (errors.length > 0) throw new BatchRejected(errors);
-  return outcome;
 }
 
 function listHistory(sql: Statements, accountId: string, query: HistoryQuery): StoredMessage[] {

@@ -62,6 +62,7 @@ interface AccountPatchParams {
   credit_limit: number | null;
   set_callback_url: number;
   callback_url: string | null;
+  callback_enabled: number | null;
 }
 
 /**
@@ -88,13 +89,36 @@ export function prepareStatements(db: Database) {
     insertAccount: prepare<[NewAccountParams]>(
       `INSERT INTO accounts (${ACCOUNT_COLUMNS}, callback_secret)
        VALUES (@id, @name, @key, @secret_hash, @ip_whitelist, @dlr_query_enabled, @balance, @credit_limit,
-               @callback_url, @created_at, @callback_secret)`,
+               @callback_url, @callback_enabled, @created_at, @callback_secret)`,
     ),
     anyAccount: prepare<[], { one: number }>('SELECT 1 AS one FROM accounts LIMIT 1'),
     accountById: prepare<[string], AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = ?`),
     accountByKey: prepare<[string], AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE key = ?`),
-    callbackSecret: prepare<[string], { callback_secret: string }>(
-      'SELECT callback_secret FROM accounts WHERE id = ?',
+    callbackSecrets: prepare<
+      [string],
+      {
+        callback_secret: string;
+        previous_callback_secret: string | null;
+        previous_callback_secret_until: number | null;
+      }
+    >(
+      `SELECT callback_secret, previous_callback_secret, previous_callback_secret_until
+       FROM accounts WHERE id = ?`,
+    ),
+    clearCallbackSecrets: prepare<
+      [],
+      { id: string; callback_secret: string; previous_callback_secret: string | null }
+    >(
+      `SELECT id, callback_secret, previous_callback_secret FROM accounts
+       WHERE callback_secret NOT LIKE 'sealed:%' OR previous_callback_secret NOT LIKE 'sealed:%'`,
+    ),
+    setCallbackSecrets: prepare<[string, string | null, string]>(
+      'UPDATE accounts SET callback_secret = ?, previous_callback_secret = ? WHERE id = ?',
+    ),
+    rotateCallbackSecret: prepare<[number, string, string], AccountRow>(
+      `UPDATE accounts SET previous_callback_secret = callback_secret, previous_callback_secret_until = ?,
+         callback_secret = ?
+       WHERE id = ? RETURNING ${ACCOUNT_COLUMNS}`,
     ),
     // One statement for every PATCH shape: NULL means "not given", except callbackUrl, where NULL clears.
     updateAccount: prepare<[AccountPatchParams], AccountRow>(
@@ -104,23 +128,32 @@ export function prepareStatements(db: Database) {
          dlr_query_enabled = coalesce(@dlr_query_enabled, dlr_query_enabled),
          balance = coalesce(@balance, balance),
          credit_limit = coalesce(@credit_limit, credit_limit),
-         callback_url = CASE WHEN @set_callback_url THEN @callback_url ELSE callback_url END
+         callback_url = CASE WHEN @set_callback_url THEN @callback_url ELSE callback_url END,
+         -- A new callback URL turns callbacks back on (after a 410 disabled them), unless the patch says.
+         callback_enabled = coalesce(
+           @callback_enabled,
+           CASE WHEN @set_callback_url AND @callback_url IS NOT callback_url THEN 1 ELSE callback_enabled END
+         )
        WHERE id = @id
        RETURNING ${ACCOUNT_COLUMNS}`,
     ),
     setSecretHash: prepare<[Buffer, string], AccountRow>(
       `UPDATE accounts SET secret_hash = ? WHERE id = ? RETURNING ${ACCOUNT_COLUMNS}`,
     ),
-    lastMessageSeq: prepare<[string], { last_message_seq: number }>(
-      'SELECT last_message_seq FROM accounts WHERE id = ?',
+    batchAccount: prepare<[string], { last_message_seq: number; callbacks: number }>(
+      `SELECT last_message_seq, callback_url IS NOT NULL AND callback_enabled AS callbacks
+       FROM accounts WHERE id = ?`,
     ),
     setLastMessageSeq: prepare<[number, string]>('UPDATE accounts SET last_message_seq = ? WHERE id = ?'),
 
     identity: prepare<[string, string, string], { contact_id: string }>(
       'SELECT contact_id FROM identities WHERE account_id = ? AND channel = ? AND channel_user_id = ?',
     ),
-    identityOfContact: prepare<[string, string, string], { channel_user_id: string }>(
-      'SELECT channel_user_id FROM identities WHERE account_id = ? AND contact_id = ? AND channel = ?',
+    identitiesOfContact: prepare<[string, string], { channel: string; channel_user_id: string }>(
+      'SELECT channel, channel_user_id FROM identities WHERE account_id = ? AND contact_id = ?',
+    ),
+    conversationsOfContact: prepare<[string, string], { channel: string; id: string }>(
+      'SELECT channel, id FROM conversations WHERE account_id = ? AND contact_id = ?',
     ),
     insertContact: prepare<[string, string]>(
       'INSERT INTO contacts (account_id, id) VALUES (?, ?) ON CONFLICT DO NOTHING',
@@ -154,6 +187,24 @@ export function prepareStatements(db: Database) {
          dr_statuscode = @dr_statuscode, dr_errcode = @dr_errcode, dr_time = @dr_time
        WHERE account_id = @account_id AND id = @id AND channel_user_id = @channel_user_id`,
     ),
+    // A receipt changes only the SMS and receipt columns: text and content are never read back and rewritten.
+    updateReceipt: prepare<[MessageParams]>(
+      `UPDATE messages SET sms_status = @sms_status, network = @network, price = @price, counts = @counts,
+         dr_statuscode = @dr_statuscode, dr_errcode = @dr_errcode, dr_time = @dr_time
+       WHERE account_id = @account_id AND id = @id AND channel_user_id = @channel_user_id`,
+    ),
+    parkedOf: prepare<[string, string, number], { ref: number; receipt: string; parked_at: number }>(
+      `SELECT ref, receipt, parked_at FROM parked_receipts
+       WHERE account_id = ? AND message_id = ? AND parked_at >= ?`,
+    ),
+    park: prepare<[string, string, string, string, number]>(
+      `INSERT INTO parked_receipts (account_id, message_id, fingerprint, receipt, parked_at)
+       VALUES (?, ?, ?, ?, ?)
+       -- A replay is parked once; its park time restarts, so a copy expired but not yet dropped comes back.
+       ON CONFLICT (account_id, fingerprint) DO UPDATE SET parked_at = max(parked_at, excluded.parked_at)`,
+    ),
+    unpark: prepare<[number]>('DELETE FROM parked_receipts WHERE ref = ?'),
+    dropParkedBefore: prepare<[number]>('DELETE FROM parked_receipts WHERE parked_at < ?'),
     // The primary key finds every recipient of the id; sorting that handful by seq is cheap.
     // No ORDER BY: SQLite's sorter costs ~4× the primary-key lookup even for the 1–3 rows of a message
     // (measured under /dlr load, docs/benchmarks.md), so callers order by `seq` in JavaScript.

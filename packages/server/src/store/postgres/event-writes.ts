@@ -1,0 +1,94 @@
+import type pg from 'pg';
+import type { PlannedEvent, RecipientRef } from '../../domain/events.js';
+import { isUuid } from '../../domain/formats.js';
+
+/**
+ * Records a plan's events (receipt ingest, or parked receipts applied by message ingest) inside the batch's
+ * transaction: supersedes the recipients' stored pending deliveries, then numbers the events, inserts them and
+ * queues their deliveries. Call it last, right before commit.
+ *
+ * Why the feed has no gap (CONTRACT §10): positions come from `accounts.last_event_seq`, and taking them is an
+ * UPDATE of the account row, whose row lock lasts until commit. A second batch of the same account waits on
+ * that lock and, once it gets it, reads the first one's committed counter, so it can only take positions after
+ * the first one's, and only once the first one is committed and visible (PostgreSQL makes a transaction visible
+ * before it releases its locks). Positions are therefore handed out in commit order: a reader that sees
+ * position k+1 already sees every position up to k, and never a hole that fills later. A sequence object
+ * would not do: its numbers are taken at insert time, not commit time, so a later number could commit first.
+ *
+ * The price is that event-recording transactions of one account serialize on that row, so the lock is taken
+ * by the very last statement: held for one statement and the commit, not for the whole batch.
+ */
+export async function writeEvents(
+  client: pg.PoolClient,
+  accountId: string,
+  events: readonly PlannedEvent[],
+  supersede: readonly RecipientRef[],
+): Promise<void> {
+  if (events.length === 0) return;
+  // Before the account lock: the rows it touches are the batch's own recipients, whose key rows the batch
+  // already holds, so no other batch can be superseding them meanwhile.
+  if (supersede.length > 0) {
+    await client.query({
+      name: 'wb_supersede_deliveries',
+      text: `UPDATE deliveries d SET state = 'superseded', next_attempt_at = NULL
+             FROM unnest($2::text[], $3::text[]) AS u (message_id, recipient)
+             WHERE d.account_id = $1 AND d.message_id = u.message_id AND d.recipient = u.recipient
+               AND d.state = 'pending'`,
+      values: [accountId, supersede.map((r) => r.messageId), supersede.map((r) => r.to)],
+    });
+  }
+  const taken = await client.query<{ last_event_seq: number }>({
+    name: 'wb_record_events',
+    // One statement: the account row is locked by its first step and the inserts follow without a round trip.
+    text: `WITH taken AS (
+             UPDATE accounts SET last_event_seq = last_event_seq + cardinality($2::text[])
+             WHERE id = $1::uuid
+             RETURNING last_event_seq
+           ), planned AS (
+             SELECT t.last_event_seq - cardinality($2::text[]) + u.ord AS seq, u.*
+             FROM taken t,
+               unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::text[],
+                 $8::text[])
+               WITH ORDINALITY AS u (id, message_id, recipient, recorded_at, message_created_at, item, delivery, ord)
+           ), events AS (
+             INSERT INTO receipt_events (account_id, seq, id, message_id, recipient, recorded_at,
+               message_created_at, item)
+             SELECT $1::uuid, seq, id, message_id, recipient, recorded_at, message_created_at, item FROM planned
+           ), queued AS (
+             INSERT INTO deliveries (account_id, seq, id, message_id, recipient, state, created_at,
+               message_created_at, next_attempt_at)
+             SELECT $1::uuid, seq, id, message_id, recipient, delivery, recorded_at, message_created_at,
+               CASE WHEN delivery = 'pending' THEN recorded_at END
+             FROM planned WHERE delivery IS NOT NULL
+           )
+           SELECT last_event_seq FROM taken`,
+    values: [
+      accountId,
+      events.map((e) => e.id),
+      events.map((e) => e.messageId),
+      events.map((e) => e.to),
+      events.map((e) => e.recordedAt.toISOString()),
+      events.map((e) => e.messageCreatedAt.toISOString()),
+      events.map((e) => JSON.stringify(e.item)),
+      events.map((e) => e.delivery),
+    ],
+  });
+  if (taken.rowCount !== 1) throw new Error(`unknown account ${accountId}`);
+}
+
+/**
+ * Whether the account's events queue deliveries (a callback URL set and callbacks enabled). Read without a
+ * lock: a flag flipped while the batch runs applies from the next batch on.
+ */
+export async function callbacksOf(client: pg.PoolClient, accountId: string): Promise<boolean> {
+  const result = isUuid(accountId)
+    ? await client.query<{ callbacks: boolean }>({
+        name: 'wb_account_callbacks',
+        text: 'SELECT callback_url IS NOT NULL AND callback_enabled AS callbacks FROM accounts WHERE id = $1',
+        values: [accountId],
+      })
+    : undefined;
+  const row = result?.rows[0];
+  if (!row) throw new Error(`unknown account ${accountId}`);
+  return row.callbacks;
+}

@@ -1,0 +1,63 @@
+import type pg from 'pg';
+
+/**
+ * Orders parking against the arrival of the recipient it waits for. Without it, a receipt batch that finds no
+ * recipient and a message batch that creates that recipient can run side by side: the receipt batch cannot see
+ * the uncommitted recipient and parks, the message batch cannot see the uncommitted parked receipt and applies
+ * nothing, and the receipt stays parked beside its recipient. There is no row to lock for a recipient that does
+ * not exist yet, so both lock a transaction-scoped advisory lock named after the message id instead:
+ *
+ * - a message batch takes it shared for the ids it creates records of, before it reads the parked receipts
+ *   (message batches never wait on each other for it);
+ * - a receipt batch takes it exclusively for the ids it parks, then looks for their records again: a message
+ *   batch that held it has committed by then, and its records are visible.
+ *
+ * Ids are hashed into a fixed number of buckets per account, so a batch of a thousand ids takes at most that
+ * many locks (PostgreSQL's lock table is small), and the buckets are locked in ascending order, so two batches
+ * never wait on each other in a cycle. Sharing a bucket costs only a short wait.
+ */
+
+const BUCKETS = 16;
+
+/** FNV-1a: cheap and stable across processes, which is all a bucket needs. */
+function bucketOf(id: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < id.length; i++) {
+    hash ^= id.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0) % BUCKETS;
+}
+
+const bucketsOf = (ids: Iterable<string>): number[] =>
+  [...new Set([...ids].map(bucketOf))].sort((a, b) => a - b);
+
+/** Message ingest: before reading the parked receipts of the ids it creates records of. */
+export async function lockParkingShared(
+  client: pg.PoolClient,
+  accountId: string,
+  ids: Iterable<string>,
+): Promise<void> {
+  const buckets = bucketsOf(ids);
+  if (buckets.length === 0) return;
+  await client.query({
+    name: 'wb_park_lock_shared',
+    text: 'SELECT pg_advisory_xact_lock_shared(hashtext($1), b) FROM unnest($2::int[]) AS b',
+    values: [accountId, buckets],
+  });
+}
+
+/** Receipt ingest: before parking; then check that no record of these ids appeared meanwhile. */
+export async function lockParking(
+  client: pg.PoolClient,
+  accountId: string,
+  ids: Iterable<string>,
+): Promise<void> {
+  const buckets = bucketsOf(ids);
+  if (buckets.length === 0) return;
+  await client.query({
+    name: 'wb_park_lock',
+    text: 'SELECT pg_advisory_xact_lock(hashtext($1), b) FROM unnest($2::int[]) AS b',
+    values: [accountId, buckets],
+  });
+}

@@ -1,0 +1,329 @@
+import { describe, expect, it } from 'vitest';
+import type { AttemptRecord } from '../../src/domain/deliveries.js';
+import type { ClaimedDelivery, ClaimRequest, Store } from '../../src/store/store.js';
+import { engines } from '../support/engines.js';
+import { at, ingest, ingestReceipts, NOW, newAccount, receipt, sms, useStore } from './fixtures.js';
+
+const TO = '447700900123';
+const TO2 = '447700900124';
+const URL = 'https://hooks.example/dlr';
+
+const request = (overrides: Partial<ClaimRequest> = {}): ClaimRequest => ({
+  now: at(10),
+  limit: 100,
+  perAccount: 100,
+  inFlight: new Map(),
+  leaseUntil: at(40),
+  lease: `lease-${Math.random()}`,
+  ...overrides,
+});
+
+const attempt = (httpStatus: number | null, error: string | null = null): AttemptRecord => ({
+  at: at(11),
+  httpStatus,
+  error,
+  durationMs: 12,
+});
+
+async function accountWithSms(
+  store: Store,
+  ids: string[],
+  callbackUrl: string | null = URL,
+): Promise<string> {
+  const { id } = await store.createAccount(newAccount({ callbackUrl, callbackSecret: 'sealed-secret' }));
+  await ingest(
+    store,
+    id,
+    ids.map((m) => sms(m, TO)),
+  );
+  return id;
+}
+
+describe.each(engines())('$name store: callback deliveries', (engine) => {
+  const store = useStore(engine);
+
+  it('queues a delivery with each event of an account with a callback, due at once', async () => {
+    const a = await accountWithSms(store(), ['m-1']);
+    await ingestReceipts(store(), a, [receipt('m-1', 'delivered', at(1))]);
+    const [event] = await store().listReceiptEvents(a, 0, 10);
+    const [d] = await store().listDeliveries(a, { limit: 10 });
+    expect(d).toStrictEqual({
+      id: event?.id,
+      eventId: event?.id,
+      seq: 1,
+      messageId: 'm-1',
+      to: TO,
+      state: 'pending',
+      attempts: 0,
+      createdAt: NOW,
+      nextAttemptAt: NOW,
+      lastAttempt: null,
+      payload: event?.item,
+    });
+    const [claimed] = await store().claimDeliveries(request());
+    expect(claimed).toMatchObject({
+      accountId: a,
+      id: event?.id,
+      attempts: 0,
+      callbackUrl: URL,
+      secrets: { current: 'sealed-secret', previous: null, previousUntil: null },
+    });
+    expect(JSON.parse(claimed?.body ?? '')).toStrictEqual(event?.item);
+  });
+
+  it('queues nothing without a callback URL or with callbacks disabled, but still records events', async () => {
+    const none = await accountWithSms(store(), ['m-1'], null);
+    const off = await accountWithSms(store(), ['m-1']);
+    await store().updateAccount(off, { callbackEnabled: false });
+    await ingestReceipts(store(), none, [receipt('m-1', 'delivered', at(1))]);
+    await ingestReceipts(store(), off, [receipt('m-1', 'delivered', at(1))]);
+    expect(await store().listReceiptEvents(off, 0, 10)).toHaveLength(1);
+    expect(await store().listDeliveries(none, { limit: 10 })).toStrictEqual([]);
+    expect(await store().listDeliveries(off, { limit: 10 })).toStrictEqual([]);
+  });
+
+  it('leases a delivery to one claimer until it is finished or the lease runs out', async () => {
+    const a = await accountWithSms(store(), ['m-1']);
+    await ingestReceipts(store(), a, [receipt('m-1', 'delivered', at(1))]);
+    const [first] = await store().claimDeliveries(request());
+    expect(first).toBeDefined();
+    expect(await store().claimDeliveries(request({ now: at(20) }))).toStrictEqual([]);
+    // A crashed attempt: the lease runs out and another claimer takes it, with the same id.
+    const [again] = await store().claimDeliveries(request({ now: at(41) }));
+    expect(again?.id).toBe(first?.id);
+    // The first holder's late result is ignored.
+    await store().finishAttempt(first as ClaimedDelivery, {
+      attempt: attempt(200),
+      next: { state: 'delivered' },
+    });
+    expect((await store().getDelivery(a, first?.id ?? ''))?.state).toBe('pending');
+    await store().finishAttempt(again as ClaimedDelivery, {
+      attempt: attempt(200),
+      next: { state: 'delivered' },
+    });
+    const done = await store().getDelivery(a, first?.id ?? '');
+    expect(done).toMatchObject({
+      state: 'delivered',
+      attempts: 1,
+      nextAttemptAt: null,
+      lastAttempt: attempt(200),
+    });
+    expect(done?.attemptLog).toStrictEqual([attempt(200)]);
+    expect(await store().claimDeliveries(request({ now: at(100) }))).toStrictEqual([]);
+  });
+
+  it('schedules retries, logs every attempt, and ends dead', async () => {
+    const a = await accountWithSms(store(), ['m-1']);
+    await ingestReceipts(store(), a, [receipt('m-1', 'delivered', at(1))]);
+    const [c1] = await store().claimDeliveries(request());
+    await store().finishAttempt(c1 as ClaimedDelivery, {
+      attempt: attempt(500, 'HTTP 500'),
+      next: { state: 'pending', at: at(30) },
+    });
+    expect(await store().claimDeliveries(request({ now: at(29) }))).toStrictEqual([]);
+    expect(await store().nextDeliveryDue()).toStrictEqual(at(30));
+    const [c2] = await store().claimDeliveries(request({ now: at(30), leaseUntil: at(60) }));
+    expect(c2?.attempts).toBe(1);
+    await store().finishAttempt(c2 as ClaimedDelivery, {
+      attempt: attempt(null, 'connection refused'),
+      next: { state: 'dead', disableAccount: false },
+    });
+    const dead = await store().getDelivery(a, c1?.id ?? '');
+    expect(dead).toMatchObject({ state: 'dead', attempts: 2, nextAttemptAt: null });
+    expect(dead?.attemptLog.map((x) => x.httpStatus)).toStrictEqual([500, null]);
+    expect(await store().nextDeliveryDue()).toBeNull();
+    expect((await store().getAccount(a))?.callbackEnabled).toBe(true);
+  });
+
+  it('disables the account on a 410 and pauses its other deliveries until re-enabled', async () => {
+    const a = await accountWithSms(store(), ['m-1', 'm-2']);
+    await ingestReceipts(store(), a, [
+      receipt('m-1', 'delivered', at(1)),
+      receipt('m-2', 'delivered', at(1)),
+    ]);
+    const [c1] = await store().claimDeliveries(request({ limit: 1 }));
+    await store().finishAttempt(c1 as ClaimedDelivery, {
+      attempt: attempt(410, 'HTTP 410'),
+      next: { state: 'dead', disableAccount: true },
+    });
+    expect((await store().getAccount(a))?.callbackEnabled).toBe(false);
+    expect(await store().claimDeliveries(request())).toStrictEqual([]);
+    expect(await store().nextDeliveryDue()).toBeNull();
+    await ingestReceipts(store(), a, [receipt('m-1', 'failed', at(5))]);
+    expect(await store().listDeliveries(a, { state: 'pending', limit: 10 })).toHaveLength(1);
+    await store().updateAccount(a, { callbackEnabled: true });
+    expect((await store().claimDeliveries(request())).map((c) => c.id)).toHaveLength(1);
+  });
+
+  it('supersedes an older pending delivery of the same recipient, and not another recipient', async () => {
+    const { id: a } = await store().createAccount(newAccount({ callbackUrl: URL }));
+    await ingest(store(), a, [sms('m-1', TO), sms('m-1', TO2)]);
+    await ingestReceipts(store(), a, [
+      receipt('m-1', 'accepted', at(1), { to: TO }),
+      receipt('m-1', 'accepted', at(1), { to: TO2 }),
+    ]);
+    await ingestReceipts(store(), a, [receipt('m-1', 'delivered', at(2), { to: TO })]);
+    const list = await store().listDeliveries(a, { limit: 10 });
+    expect(list.map((d) => [d.seq, d.to, d.state])).toStrictEqual([
+      [3, TO, 'pending'],
+      [2, TO2, 'pending'],
+      [1, TO, 'superseded'],
+    ]);
+    expect(list[2]?.nextAttemptAt).toBeNull();
+    // Within one batch only the newest event of a recipient stays pending.
+    await ingestReceipts(store(), a, [
+      receipt('m-1', 'failed', at(3), { to: TO2 }),
+      receipt('m-1', 'expired', at(4), { to: TO2 }),
+    ]);
+    const states = (await store().listDeliveries(a, { limit: 10 })).map((d) => [d.seq, d.state]);
+    expect(states.slice(0, 3)).toStrictEqual([
+      [5, 'pending'],
+      [4, 'superseded'],
+      [3, 'pending'],
+    ]);
+    expect(states.find(([seq]) => seq === 2)?.[1]).toBe('superseded');
+  });
+
+  it('never has two attempts of one recipient in flight, even across a supersede', async () => {
+    const a = await accountWithSms(store(), ['m-1']);
+    await ingestReceipts(store(), a, [receipt('m-1', 'accepted', at(1))]);
+    const [old] = await store().claimDeliveries(request());
+    await ingestReceipts(store(), a, [receipt('m-1', 'delivered', at(2))]);
+    // The newer one waits while the superseded one is in flight.
+    expect(await store().claimDeliveries(request({ now: at(11) }))).toStrictEqual([]);
+    await store().finishAttempt(old as ClaimedDelivery, {
+      attempt: attempt(503, 'HTTP 503'),
+      next: { state: 'pending', at: at(20) },
+    });
+    expect((await store().getDelivery(a, old?.id ?? ''))?.state).toBe('superseded');
+    const [newer] = await store().claimDeliveries(request({ now: at(12) }));
+    expect(newer?.id).not.toBe(old?.id);
+    expect(JSON.parse(newer?.body ?? '').drStatuscode).toBe('delivered');
+  });
+
+  it('marks a superseded delivery delivered when its in-flight attempt succeeded', async () => {
+    const a = await accountWithSms(store(), ['m-1']);
+    await ingestReceipts(store(), a, [receipt('m-1', 'accepted', at(1))]);
+    const [old] = await store().claimDeliveries(request());
+    await ingestReceipts(store(), a, [receipt('m-1', 'delivered', at(2))]);
+    await store().finishAttempt(old as ClaimedDelivery, {
+      attempt: attempt(204),
+      next: { state: 'delivered' },
+    });
+    expect((await store().getDelivery(a, old?.id ?? ''))?.state).toBe('delivered');
+  });
+
+  it('keeps to the per-account limit, counting attempts already in flight', async () => {
+    const a = await accountWithSms(store(), ['m-1', 'm-2', 'm-3', 'm-4']);
+    const b = await accountWithSms(store(), ['m-1']);
+    await ingestReceipts(
+      store(),
+      a,
+      ['m-1', 'm-2', 'm-3', 'm-4'].map((m) => receipt(m, 'delivered', at(1))),
+    );
+    await ingestReceipts(store(), b, [receipt('m-1', 'delivered', at(1))]);
+    const claimed = await store().claimDeliveries(request({ perAccount: 2, inFlight: new Map([[a, 1]]) }));
+    const byAccount = (id: string) => claimed.filter((c) => c.accountId === id).length;
+    expect(byAccount(a)).toBe(1);
+    expect(byAccount(b)).toBe(1);
+    expect(await store().claimDeliveries(request({ limit: 1 }))).toHaveLength(1);
+  });
+
+  it('lets accounts take turns, so a long backlog of one never holds up another', async () => {
+    const { id: busy } = await store().createAccount(newAccount({ callbackUrl: URL }));
+    const { id: quiet } = await store().createAccount(newAccount({ callbackUrl: URL }));
+    const ids = Array.from({ length: 400 }, (_, i) => `b-${i}`);
+    await ingest(
+      store(),
+      busy,
+      ids.map((m) => sms(m, TO)),
+    );
+    await ingestReceipts(
+      store(),
+      busy,
+      ids.map((m) => receipt(m, 'delivered', at(1))),
+    );
+    // Queued after the whole backlog, and due later.
+    await ingest(store(), quiet, [sms('q-1', TO)]);
+    const later = await store().ingestReceipts(quiet, [receipt('q-1', 'delivered', at(1))], at(5));
+    expect(later.ok).toBe(true);
+    const first = await store().claimDeliveries(request({ limit: 4, perAccount: 8 }));
+    expect(first.filter((c) => c.accountId === quiet)).toHaveLength(1);
+    // With the busy account at its limit, the quiet one's next delivery is served at once.
+    await ingest(store(), quiet, [sms('q-2', TO)]);
+    await ingestReceipts(store(), quiet, [receipt('q-2', 'delivered', at(1))]);
+    const full = await store().claimDeliveries(request({ perAccount: 8, inFlight: new Map([[busy, 8]]) }));
+    expect(full.map((c) => c.accountId)).toStrictEqual([quiet]);
+  });
+
+  it('gives a released claim back, due at once', async () => {
+    const a = await accountWithSms(store(), ['m-1']);
+    await ingestReceipts(store(), a, [receipt('m-1', 'delivered', at(1))]);
+    const [c] = await store().claimDeliveries(request());
+    await store().releaseClaim(c as ClaimedDelivery);
+    const [again] = await store().claimDeliveries(
+      request({ now: new Date(Date.now() + 1000), leaseUntil: new Date(Date.now() + 60_000) }),
+    );
+    expect(again?.id).toBe(c?.id);
+    expect(again?.attempts).toBe(0);
+  });
+
+  it('redelivers a dead delivery with a fresh schedule, but never one a newer event supersedes', async () => {
+    const a = await accountWithSms(store(), ['m-1', 'm-2']);
+    await ingestReceipts(store(), a, [receipt('m-1', 'accepted', at(1)), receipt('m-2', 'failed', at(1))]);
+    for (const c of await store().claimDeliveries(request())) {
+      await store().finishAttempt(c, {
+        attempt: attempt(500),
+        next: { state: 'dead', disableAccount: false },
+      });
+    }
+    const [m2, m1] = await store().listDeliveries(a, { limit: 10 });
+    await ingestReceipts(store(), a, [receipt('m-1', 'delivered', at(2))]);
+    expect(await store().redeliver(a, m1?.id ?? '', at(50))).toBe('superseded');
+    expect(await store().redeliver(a, 'evt_01JD0000000000000000000000', at(50))).toBeNull();
+    const again = await store().redeliver(a, m2?.id ?? '', at(50));
+    expect(again).toMatchObject({ id: m2?.id, state: 'pending', attempts: 0, nextAttemptAt: at(50) });
+    // Bulk: only dead deliveries that are the newest of their recipient.
+    const newest = (await store().listDeliveries(a, { state: 'pending', limit: 10 })).map((d) => d.id);
+    for (const c of await store().claimDeliveries(request({ now: at(60), leaseUntil: at(90) }))) {
+      await store().finishAttempt(c, {
+        attempt: attempt(500),
+        next: { state: 'dead', disableAccount: false },
+      });
+    }
+    expect(await store().redeliverDead(a, at(100))).toBe(newest.length);
+    expect((await store().listDeliveries(a, { state: 'dead', limit: 10 })).map((d) => d.id)).toStrictEqual([
+      m1?.id,
+    ]);
+  });
+
+  it('lists deliveries newest first, by state, in pages, and never another account’s', async () => {
+    const a = await accountWithSms(store(), ['m-1', 'm-2', 'm-3']);
+    const b = await accountWithSms(store(), ['m-1']);
+    await ingestReceipts(
+      store(),
+      a,
+      ['m-1', 'm-2', 'm-3'].map((m) => receipt(m, 'delivered', at(1))),
+    );
+    await ingestReceipts(store(), b, [receipt('m-1', 'delivered', at(1))]);
+    const page1 = await store().listDeliveries(a, { limit: 2 });
+    expect(page1.map((d) => d.messageId)).toStrictEqual(['m-3', 'm-2']);
+    const page2 = await store().listDeliveries(a, { limit: 2, beforeSeq: page1[1]?.seq ?? 0 });
+    expect(page2.map((d) => d.messageId)).toStrictEqual(['m-1']);
+    expect(await store().listDeliveries(a, { state: 'dead', limit: 2 })).toStrictEqual([]);
+    const other = (await store().listDeliveries(b, { limit: 10 }))[0];
+    expect(await store().getDelivery(a, other?.id ?? '')).toBeNull();
+    expect(await store().redeliver(a, other?.id ?? '', at(5))).toBeNull();
+  });
+
+  it('queues deliveries for parked receipts applied when their message arrives', async () => {
+    const { id: a } = await store().createAccount(newAccount({ callbackUrl: URL }));
+    await ingestReceipts(store(), a, [receipt('m-1', 'accepted', at(1)), receipt('m-1', 'delivered', at(2))]);
+    await ingest(store(), a, [sms('m-1', TO)]);
+    const list = await store().listDeliveries(a, { limit: 10 });
+    expect(list.map((d) => [d.payload.drStatuscode, d.state])).toStrictEqual([
+      ['delivered', 'pending'],
+      ['accepted', 'superseded'],
+    ]);
+  });
+});
