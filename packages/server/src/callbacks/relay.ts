@@ -1,0 +1,536 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Config } from '../config.js';
+import { nextAttemptDelayMs, parseRetryAfter, signWebhook } from '../domain/deliveries.js';
+import type { CallbackSecrets } from '../domain/records.js';
+import { openSecret } from '../domain/secret-box.js';
+import type { Metrics } from '../metrics.js';
+import type { AttemptOutcome, ClaimedDelivery, Store } from '../store/store.js';
+import { CallbackHttpClient, CallbackRequestError, type CallbackResponse } from './http-client.js';
+
+/**
+ * The callback relay (CONTRACT §9): takes due deliveries from the store's outbox, POSTs each to its account's
+ * callback through the guarded client, and records every attempt and what follows it (delivered, retry later,
+ * dead). Several relays — one per instance on PostgreSQL — share the queue through the store's leases.
+ */
+
+/** The pino methods the relay logs with (a Fastify `app.log` or a pino logger will do). */
+export interface RelayLogger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+type RelayConfig = Pick<
+  Config,
+  | 'callbackTimeoutMs'
+  | 'callbackRetrySchedule'
+  | 'callbackConcurrency'
+  | 'callbackEndpointConcurrency'
+  | 'callbackAllowPrivate'
+  | 'receiptParkSeconds'
+>;
+
+export interface RelayOptions {
+  store: Store;
+  config: Readonly<RelayConfig>;
+  /** Opens the sealed callback secrets. */
+  pepper: Buffer;
+  logger: RelayLogger;
+  /** Attempt counters (`waybill_callback_attempts_total`), shared with the app of the same process. */
+  metrics?: Metrics;
+  /** @default Date.now */
+  clock?: () => number;
+  /** A number in [0, 1), for the retry jitter. @default Math.random */
+  random?: () => number;
+  /** @default a {@link CallbackHttpClient} built from `config` */
+  client?: CallbackHttpClient;
+}
+
+/** The `User-Agent` of every attempt: `Waybill/<version of @waybill/server>`. */
+export const USER_AGENT = `Waybill/${
+  (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string })
+    .version
+}`;
+
+/** Idle, the relay looks for due deliveries at least this often and at most this often. */
+const MIN_IDLE_MS = 50;
+const MAX_IDLE_MS = 1000;
+/** How often expired parked receipts are dropped. */
+const PARK_SWEEP_MS = 60_000;
+/** After a store failure the relay waits this long, doubling up to the maximum, before it tries again. */
+const MIN_BACKOFF_MS = 100;
+const MAX_BACKOFF_MS = 5000;
+/**
+ * Claims run ahead of the attempts: besides its attempts in flight (at most WAYBILL_CALLBACK_ENDPOINT_CONCURRENCY
+ * per account) the relay holds up to PREFETCH − 1 times as many claimed deliveries, each started the moment a
+ * slot of its account frees. A claim is a query that scans the due queue, so refilling in batches instead of one
+ * slot at a time costs a fraction of the database time (measured on SQLite, bench/callbacks.mjs: claims fell
+ * from half of the server's CPU to under a third), and the pipeline never drains while the next claim runs.
+ */
+const PREFETCH = 4;
+/**
+ * A lease lasts two timeouts plus this margin. A held delivery is started only while its lease still covers a
+ * whole attempt plus the margin (time to record the outcome); otherwise it is handed back, so a lease never runs
+ * out mid-attempt (when another relay could take the delivery meanwhile). A crashed relay's deliveries are due
+ * again when their leases run out: 2 × WAYBILL_CALLBACK_TIMEOUT_MS + 5 s after they were claimed.
+ */
+const LEASE_MARGIN_MS = 5000;
+/** After the stop deadline, how long aborted attempts get to hand their deliveries back. */
+const RELEASE_GRACE_MS = 2000;
+
+const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms).unref());
+
+export class Relay {
+  readonly #store: Store;
+  readonly #config: Readonly<RelayConfig>;
+  readonly #pepper: Buffer;
+  readonly #log: RelayLogger;
+  readonly #metrics: Metrics | undefined;
+  readonly #clock: () => number;
+  readonly #random: () => number;
+  readonly #client: CallbackHttpClient;
+
+  /** Attempts in flight by account, and in all. */
+  readonly #inFlight = new Map<string, number>();
+  readonly #running = new Set<Promise<void>>();
+  /** Claimed, not started yet (oldest due first), and their count by account. */
+  readonly #held: { claim: ClaimedDelivery; leaseUntil: number }[] = [];
+  readonly #heldByAccount = new Map<string, number>();
+  /** Hand-backs under way (awaited by stop). */
+  readonly #chores = new Set<Promise<void>>();
+  /** Aborts in-flight attempts when the stop deadline passes. */
+  readonly #abort = new AbortController();
+  /** Opened secrets by their sealed form (opening one costs a key derivation). */
+  readonly #secrets = new Map<string, string>();
+
+  #loop: Promise<void> | null = null;
+  #stopping = false;
+  #wake: (() => void) | null = null;
+  #woken = false;
+  /** Attempts ended since the last claim. */
+  #freed = 0;
+  /** How many deliveries the next claim asks for: grows while claims come back full, shrinks when not. */
+  #claimSize: number;
+  #nextSweep = 0;
+  /** When the loop's current sleep ends (−∞ while it is not sleeping). */
+  #idleUntil = Number.NEGATIVE_INFINITY;
+
+  constructor(options: RelayOptions) {
+    this.#store = options.store;
+    this.#config = options.config;
+    this.#pepper = options.pepper;
+    this.#log = options.logger;
+    this.#metrics = options.metrics;
+    this.#clock = options.clock ?? Date.now;
+    this.#random = options.random ?? Math.random;
+    this.#claimSize = options.config.callbackConcurrency;
+    this.#client =
+      options.client ??
+      new CallbackHttpClient({
+        allowPrivate: options.config.callbackAllowPrivate,
+        timeoutMs: options.config.callbackTimeoutMs,
+      });
+  }
+
+  /** Attempts in flight now. */
+  get inFlight(): number {
+    return this.#running.size;
+  }
+
+  start(): void {
+    if (this.#loop || this.#stopping) return;
+    this.#loop = this.#run();
+  }
+
+  /** Something may have been queued: look now rather than at the next poll. */
+  poke(): void {
+    this.#woken = true;
+    this.#wake?.();
+  }
+
+  /**
+   * Stops claiming, waits for the attempts in flight until `deadlineMs`, then aborts the rest and hands their
+   * deliveries back untried (due again at once, for whichever relay runs next). Never rejects.
+   */
+  async stop(deadlineMs = 10_000): Promise<void> {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    this.poke();
+    // Real time, whatever clock the relay was given: a shutdown deadline must pass.
+    const deadline = performance.now() + deadlineMs;
+    const left = () => Math.max(0, deadline - performance.now());
+    // The loop ends after its current step (a claim it is waiting on hands its deliveries back), and what is
+    // claimed but not started goes back at once.
+    if (this.#loop) await Promise.race([this.#loop, sleep(left())]);
+    await this.#release(this.#held.splice(0).map((h) => h.claim));
+    this.#heldByAccount.clear();
+    await Promise.race([Promise.allSettled([...this.#running]), sleep(left())]);
+    if (this.#running.size > 0) {
+      this.#log.warn(
+        { inFlight: this.#running.size },
+        'callback attempts still running at the shutdown deadline: aborted, their deliveries handed back',
+      );
+      this.#abort.abort();
+      await Promise.race([Promise.allSettled([...this.#running]), sleep(RELEASE_GRACE_MS)]);
+    }
+    await Promise.race([Promise.allSettled([...this.#chores]), sleep(RELEASE_GRACE_MS)]);
+    await this.#client.destroy().catch(() => {});
+  }
+
+  async #run(): Promise<void> {
+    let backoff = MIN_BACKOFF_MS;
+    while (!this.#stopping) {
+      try {
+        await this.#sweepParked();
+        this.#dispatch();
+        const room = PREFETCH * this.#config.callbackConcurrency - this.#running.size - this.#held.length;
+        const asked = Math.min(room, this.#claimSize);
+        let claimed: ClaimedDelivery[] = [];
+        if (asked > 0) {
+          const leaseUntil = this.#clock() + 2 * this.#config.callbackTimeoutMs + LEASE_MARGIN_MS;
+          claimed = await this.#claim(asked, leaseUntil);
+          if (this.#stopping) {
+            await this.#release(claimed);
+            break;
+          }
+          for (const claim of claimed) this.#hold(claim, leaseUntil);
+          // Full: ask for more next time. Short: the due queue (or the accounts' limits) gave what there was.
+          this.#claimSize =
+            claimed.length === asked
+              ? Math.min(2 * asked, PREFETCH * this.#config.callbackConcurrency)
+              : Math.max(this.#config.callbackEndpointConcurrency, 2 * claimed.length);
+          this.#dispatch();
+        }
+        backoff = MIN_BACKOFF_MS;
+        // A full claim: more may be due, so go again as soon as there is room. Otherwise nothing else is
+        // claimable now: sleep until the next delivery falls due, a poke, or attempts end (which may free an
+        // account's or a recipient's turn; see #ended).
+        if (asked > 0 && claimed.length === asked) continue;
+        await this.#idle(room > 0 && !this.#woken ? await this.#idleDelay() : MAX_IDLE_MS);
+      } catch (error) {
+        this.#log.error(
+          { err: errorSummary(error), retryInMs: backoff },
+          'callback relay: the store failed; backing off',
+        );
+        await this.#idle(backoff, false);
+        backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+      }
+    }
+  }
+
+  async #claim(limit: number, leaseUntil: number): Promise<ClaimedDelivery[]> {
+    this.#freed = 0;
+    // Held deliveries count against an account's share like attempts in flight.
+    const taken = new Map(this.#inFlight);
+    for (const [account, n] of this.#heldByAccount) taken.set(account, (taken.get(account) ?? 0) + n);
+    return this.#store.claimDeliveries({
+      now: new Date(this.#clock()),
+      limit,
+      perAccount: PREFETCH * this.#config.callbackEndpointConcurrency,
+      inFlight: taken,
+      leaseUntil: new Date(leaseUntil),
+      lease: randomUUID(),
+    });
+  }
+
+  #hold(claim: ClaimedDelivery, leaseUntil: number): void {
+    this.#held.push({ claim, leaseUntil });
+    this.#heldByAccount.set(claim.accountId, (this.#heldByAccount.get(claim.accountId) ?? 0) + 1);
+  }
+
+  #unhold(index: number): ClaimedDelivery {
+    const [held] = this.#held.splice(index, 1);
+    if (!held) throw new Error('no such held delivery');
+    const n = (this.#heldByAccount.get(held.claim.accountId) ?? 1) - 1;
+    if (n > 0) this.#heldByAccount.set(held.claim.accountId, n);
+    else this.#heldByAccount.delete(held.claim.accountId);
+    return held.claim;
+  }
+
+  /** Starts held deliveries, oldest first, while there are free slots (in all and for their account). */
+  #dispatch(): void {
+    if (this.#stopping) return;
+    const concurrency = this.#config.callbackConcurrency;
+    const perAccount = this.#config.callbackEndpointConcurrency;
+    const now = this.#clock();
+    for (let i = 0; i < this.#held.length && this.#running.size < concurrency; ) {
+      const held = this.#held[i] as { claim: ClaimedDelivery; leaseUntil: number };
+      if (now + this.#config.callbackTimeoutMs + LEASE_MARGIN_MS > held.leaseUntil) {
+        // Held too long to finish within its lease: give it back rather than risk two relays on it.
+        this.#chore(this.#release([this.#unhold(i)]));
+        continue;
+      }
+      if ((this.#inFlight.get(held.claim.accountId) ?? 0) >= perAccount) {
+        i++;
+        continue;
+      }
+      this.#launch(this.#unhold(i));
+    }
+  }
+
+  /** Gives back the held deliveries of an account (its callbacks were just turned off). */
+  #dropHeld(accountId: string): void {
+    const dropped: ClaimedDelivery[] = [];
+    for (let i = this.#held.length - 1; i >= 0; i--) {
+      if (this.#held[i]?.claim.accountId === accountId) dropped.push(this.#unhold(i));
+    }
+    if (dropped.length > 0) this.#chore(this.#release(dropped.reverse()));
+  }
+
+  #chore(work: Promise<void>): void {
+    this.#chores.add(work);
+    void work.finally(() => this.#chores.delete(work));
+  }
+
+  async #idleDelay(): Promise<number> {
+    const due = await this.#store.nextDeliveryDue();
+    if (due === null) return MAX_IDLE_MS;
+    return Math.min(MAX_IDLE_MS, Math.max(MIN_IDLE_MS, due.getTime() - this.#clock()));
+  }
+
+  /** Waits `ms`, or less when poked (`wakeable`: else only a stop ends it early), or until stopped. */
+  async #idle(ms: number, wakeable = true): Promise<void> {
+    const awake = () => this.#stopping || (wakeable && this.#woken);
+    if (!awake()) {
+      await new Promise<void>((done) => {
+        const finish = () => {
+          clearTimeout(timer);
+          this.#wake = null;
+          this.#idleUntil = Number.NEGATIVE_INFINITY;
+          done();
+        };
+        const timer = setTimeout(finish, ms);
+        this.#idleUntil = this.#clock() + ms;
+        this.#wake = () => {
+          if (awake()) finish();
+        };
+      });
+    }
+    if (wakeable) {
+      this.#woken = false;
+      // Let the other wake-ups of this moment (attempts ending together) fold into one claim.
+      await new Promise((done) => setImmediate(done));
+    }
+  }
+
+  async #sweepParked(): Promise<void> {
+    const now = this.#clock();
+    if (now < this.#nextSweep) return;
+    this.#nextSweep = now + PARK_SWEEP_MS;
+    try {
+      const dropped = await this.#store.dropParkedBefore(
+        new Date(now - this.#config.receiptParkSeconds * 1000),
+      );
+      if (dropped > 0) this.#log.info({ dropped }, 'dropped expired parked receipts');
+    } catch (error) {
+      this.#log.warn({ err: errorSummary(error) }, 'could not drop expired parked receipts');
+    }
+  }
+
+  async #release(claimed: readonly ClaimedDelivery[]): Promise<void> {
+    for (const claim of claimed) {
+      await this.#store.releaseClaim(claim).catch((error: unknown) => {
+        this.#log.warn(
+          { err: errorSummary(error), deliveryId: claim.id },
+          'could not hand a delivery back; it is due again when its lease runs out',
+        );
+      });
+    }
+  }
+
+  #launch(claim: ClaimedDelivery): void {
+    this.#inFlight.set(claim.accountId, (this.#inFlight.get(claim.accountId) ?? 0) + 1);
+    const task = this.#attempt(claim)
+      .catch((error: unknown) => {
+        this.#log.error({ err: errorSummary(error), deliveryId: claim.id }, 'callback attempt failed');
+        return null;
+      })
+      .then((retryAt) => {
+        this.#running.delete(task);
+        const n = (this.#inFlight.get(claim.accountId) ?? 1) - 1;
+        if (n > 0) this.#inFlight.set(claim.accountId, n);
+        else this.#inFlight.delete(claim.accountId);
+        this.#ended(retryAt);
+      });
+    this.#running.add(task);
+  }
+
+  /**
+   * An attempt ended, freeing a slot: a held delivery takes it at once. Claiming costs a query that scans the
+   * due queue, so the loop is woken to claim more only once an account's share of slots has freed (the held
+   * deliveries bridge the gap), when nothing is left, or when a retry falls due before the loop's current
+   * sleep ends (a busy loop looks up the next due time itself before it sleeps).
+   */
+  #ended(retryAt: number | null): void {
+    this.#dispatch();
+    this.#freed++;
+    // What one account holds beyond its attempts: once that many ended, its buffer is empty and a claim refills it.
+    const batch = Math.max(
+      1,
+      Math.min((PREFETCH - 1) * this.#config.callbackEndpointConcurrency, this.#config.callbackConcurrency),
+    );
+    const idle = this.#running.size === 0 && this.#held.length === 0;
+    const retrySooner = retryAt !== null && retryAt < this.#idleUntil;
+    if (retrySooner || idle || this.#freed >= batch) this.poke();
+  }
+
+  /** Makes one attempt and records it; returns when the retry is due, if one was scheduled. */
+  async #attempt(claim: ClaimedDelivery): Promise<number | null> {
+    const started = this.#clock();
+    const startedHr = performance.now();
+    let response: CallbackResponse | null = null;
+    let error: string | null = null;
+    try {
+      const headers = this.#headers(claim, started);
+      response = await this.#client.post(claim.callbackUrl, headers, claim.body, this.#abort.signal);
+    } catch (caught) {
+      if (caught instanceof CallbackRequestError && caught.aborted) {
+        // Shutdown passed its deadline: not the receiver's fault, so it does not count as an attempt.
+        await this.#release([claim]);
+        return null;
+      }
+      error = caught instanceof CallbackRequestError ? caught.message : errorSummary(caught);
+    }
+    const durationMs = Math.max(0, Math.round(performance.now() - startedHr));
+    const finished = new Date(this.#clock());
+    const outcome = this.#outcome(claim, response, error, new Date(started), durationMs, finished);
+    try {
+      await this.#store.finishAttempt(claim, outcome);
+    } catch (caught) {
+      // The lease runs out and the delivery is attempted again (at least once, same webhook-id).
+      this.#log.error(
+        { err: errorSummary(caught), deliveryId: claim.id },
+        'could not record a callback attempt; it will be repeated when its lease runs out',
+      );
+      return null;
+    }
+    const label = outcomeLabel(outcome);
+    if (label === 'gone') this.#dropHeld(claim.accountId);
+    this.#metrics?.callbackAttempts.inc({ outcome: label });
+    const fields = {
+      accountId: claim.accountId,
+      deliveryId: claim.id,
+      attempt: claim.attempts + 1,
+      httpStatus: outcome.attempt.httpStatus,
+      error: outcome.attempt.error,
+      durationMs,
+      ...(outcome.next.state === 'pending' ? { nextAttemptAt: outcome.next.at.toISOString() } : {}),
+    };
+    if (label === 'dead' || label === 'gone') {
+      this.#log.warn(
+        fields,
+        label === 'gone'
+          ? 'callback answered 410 Gone: delivery dead, callbacks of the account disabled'
+          : 'callback delivery dead: every attempt of the retry schedule failed',
+      );
+    } else {
+      this.#log.debug(fields, label === 'delivered' ? 'callback delivered' : 'callback attempt failed');
+    }
+    return outcome.next.state === 'pending' ? outcome.next.at.getTime() : null;
+  }
+
+  #headers(claim: ClaimedDelivery, now: number): Record<string, string> {
+    const timestamp = Math.floor(now / 1000);
+    return {
+      'content-type': 'application/json',
+      'user-agent': USER_AGENT,
+      'webhook-id': claim.id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signWebhook(
+        this.#signingSecrets(claim.secrets, now),
+        claim.id,
+        timestamp,
+        claim.body,
+      ),
+    };
+  }
+
+  /** The current secret, and the previous one while its grace period lasts. */
+  #signingSecrets(secrets: CallbackSecrets, now: number): string[] {
+    const list = [this.#open(secrets.current)];
+    if (
+      secrets.previous !== null &&
+      secrets.previousUntil !== null &&
+      now < secrets.previousUntil.getTime()
+    ) {
+      list.push(this.#open(secrets.previous));
+    }
+    return list;
+  }
+
+  #open(sealed: string): string {
+    let clear = this.#secrets.get(sealed);
+    if (clear === undefined) {
+      try {
+        clear = openSecret(this.#pepper, sealed);
+      } catch {
+        throw new CallbackRequestError(
+          'cannot open the callback secret (sealed under another WAYBILL_PEPPER?); nothing was sent',
+        );
+      }
+      if (this.#secrets.size >= 10_000) this.#secrets.clear();
+      this.#secrets.set(sealed, clear);
+    }
+    return clear;
+  }
+
+  #outcome(
+    claim: ClaimedDelivery,
+    response: CallbackResponse | null,
+    error: string | null,
+    at: Date,
+    durationMs: number,
+    now: Date,
+  ): AttemptOutcome {
+    const status = response?.status ?? null;
+    if (status !== null && status >= 200 && status <= 299) {
+      return { attempt: { at, httpStatus: status, error: null, durationMs }, next: { state: 'delivered' } };
+    }
+    if (status === 410) {
+      return {
+        attempt: {
+          at,
+          httpStatus: status,
+          error: 'gone (410): callbacks of the account disabled',
+          durationMs,
+        },
+        next: { state: 'dead', disableAccount: true },
+      };
+    }
+    const reason =
+      error ??
+      (status !== null && status >= 300 && status <= 399
+        ? `redirect (${status}) not followed`
+        : `unexpected status ${status}`);
+    const delay = nextAttemptDelayMs(
+      this.#config.callbackRetrySchedule,
+      claim.attempts + 1,
+      parseRetryAfter(response?.retryAfter, now),
+      this.#random(),
+    );
+    return {
+      attempt: { at, httpStatus: status, error: reason, durationMs },
+      next:
+        delay === null
+          ? { state: 'dead', disableAccount: false }
+          : { state: 'pending', at: new Date(now.getTime() + delay) },
+    };
+  }
+}
+
+function outcomeLabel(outcome: AttemptOutcome): 'delivered' | 'failed' | 'dead' | 'gone' {
+  const next = outcome.next;
+  if (next.state === 'delivered') return 'delivered';
+  if (next.state === 'pending') return 'failed';
+  return next.disableAccount ? 'gone' : 'dead';
+}
+
+/** An error's name, code and first line: enough to act on, never a query's parameters or a secret. */
+function errorSummary(error: unknown): string {
+  if (!(error instanceof Error)) return String(error).slice(0, 200);
+  const code = (error as { code?: unknown }).code;
+  const line = error.message.split('\n')[0]?.slice(0, 200) ?? '';
+  return `${error.name}${typeof code === 'string' ? ` ${code}` : ''}: ${line}`;
+}
