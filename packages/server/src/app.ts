@@ -1,22 +1,36 @@
 import { randomUUID } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import type { Limits } from './limits/limits.js';
 import { MemoryLimits } from './limits/memory-limits.js';
+import { Metrics } from './metrics.js';
 import { registerAccessLog } from './plugins/access-log.js';
+import { registerCors } from './plugins/cors.js';
 import { registerDeprecationHeaders } from './plugins/deprecation.js';
 import { registerErrorHandling } from './plugins/error-handling.js';
-import { registerProtocol, requestIdFrom } from './plugins/protocol.js';
-import { adminAccountRoutes } from './routes/admin-accounts.js';
+import {
+  answerUnmetExpectations,
+  clientErrorHandler,
+  frameworkErrors,
+  HTTP_SERVER_OPTIONS,
+} from './plugins/malformed-http.js';
+import { acceptAllMethods, methodNotAllowed, registerProtocol, requestIdFrom } from './plugins/protocol.js';
+import { registerRequestMetrics } from './plugins/request-metrics.js';
+import { ACCOUNT_SCHEMAS, adminAccountRoutes } from './routes/admin-accounts.js';
 import { requireAdminToken } from './routes/admin-auth.js';
-import { adminIngestRoutes } from './routes/admin-ingest.js';
-import { contactMessagesV1Routes } from './routes/contact-messages-v1.js';
+import { adminCallbackRoutes, DELIVERY_SCHEMAS } from './routes/admin-callbacks.js';
+import { adminIngestRoutes, INGEST_SCHEMAS } from './routes/admin-ingest.js';
+import { contactMessagesV1Routes, V1_PATH } from './routes/contact-messages-v1.js';
 import { dlrRoutes } from './routes/dlr.js';
 import { healthRoutes } from './routes/health.js';
 import { messagesRoutes } from './routes/messages.js';
+import { metricsRoutes } from './routes/metrics.js';
+import { receiptsRoutes } from './routes/receipts.js';
+import { type NamedSchema, SHARED_SCHEMAS } from './routes/schemas.js';
 import type { Store } from './store/store.js';
 
 export interface BuildOptions {
@@ -30,6 +44,10 @@ export interface BuildOptions {
   clock?: () => number;
   /** Where pino writes. @default standard output */
   logStream?: Writable;
+  /** Told when a write may have queued callback deliveries (the relay's `poke`). @default nothing */
+  deliveriesQueued?: () => void;
+  /** The metrics registry, shared with the relay of the same process. @default a registry of its own */
+  metrics?: Metrics;
 }
 
 /**
@@ -46,6 +64,33 @@ function trustProxyOption(
 /** Bodies are accepted only by the operator API: 5 MiB holds a batch of 1000 generous items. */
 const BODY_LIMIT = 5 * 1024 * 1024;
 
+/** The endpoints a browser may call when WAYBILL_CORS_ORIGINS lists its origin: the SDK's read-only ones. */
+const CORS_PATHS = ['/dlr', '/messages', V1_PATH, '/receipts'];
+
+/**
+ * The API reference at /docs loads nothing from elsewhere: every asset comes from this server (swagger-ui's
+ * bundle ships inside @fastify/swagger-ui), and the policy forbids any other origin outright.
+ */
+const DOCS_CSP =
+  "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; form-action 'self'; " +
+  "frame-ancestors 'self'; img-src 'self' data:; object-src 'none'; script-src 'self'; " +
+  "script-src-attr 'none'; style-src 'self' 'unsafe-inline'";
+
+const OPENAPI_TAGS = [
+  { name: 'status query', description: 'The delivery result of an SMS request (the spec’s GET /dlr)' },
+  { name: 'messages', description: 'Message history: by id, by contact, by campaign' },
+  { name: 'receipts', description: 'The receipt feed: every applied receipt, for reconciliation' },
+  {
+    name: 'operator',
+    description: 'The write side (/admin/v1), enabled by WAYBILL_ADMIN_TOKEN: accounts, ingest, deliveries',
+  },
+  { name: 'operations', description: 'Health, readiness and metrics' },
+];
+
+const addSchemas = (app: FastifyInstance, schemas: readonly NamedSchema[]) => {
+  for (const schema of schemas) app.addSchema(schema);
+};
+
 /**
  * Builds the service around a store, without listening. Tests drive it with `app.inject()`; `waybill serve`
  * calls `listen()` on it.
@@ -59,6 +104,8 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     pepper: options.pepper,
     limits: options.limits ?? new MemoryLimits(config, clock),
     now: () => new Date(clock()),
+    deliveriesQueued: options.deliveriesQueued ?? (() => {}),
+    metrics: options.metrics ?? new Metrics(),
   };
 
   const app = Fastify({
@@ -73,8 +120,16 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     requestIdHeader: false,
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']) ?? randomUUID(),
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+    frameworkErrors,
+    clientErrorHandler,
+    http: HTTP_SERVER_OPTIONS,
+    // A whole request (head and a body of up to 5 MiB) must arrive within this; the head alone within 10 s.
+    requestTimeout: 120_000,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true } },
   });
+
+  acceptAllMethods(app);
+  answerUnmetExpectations(app);
 
   await app.register(swagger, {
     openapi: {
@@ -82,38 +137,80 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       info: {
         title: 'Waybill',
         version: '0.1.0',
-        description: 'Delivery receipts and message history of SMS and chat-channel messages.',
+        description:
+          'Delivery receipts and message history of SMS and chat-channel messages. Every response carries ' +
+          'X-Request-Id and Cache-Control: no-store; errors are RFC 9457 problem details (application/problem+json), ' +
+          'except the failures of GET /dlr, which keep the spec’s {code, descr}.',
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
+      servers: [{ url: '/', description: 'The server that serves this document' }],
+      tags: OPENAPI_TAGS.filter((tag) => tag.name !== 'operator' || config.adminToken),
       components: {
         securitySchemes: {
-          basic: { type: 'http', scheme: 'basic', description: 'key:secret' },
-          adminToken: { type: 'http', scheme: 'bearer', description: 'WAYBILL_ADMIN_TOKEN' },
+          basic: { type: 'http', scheme: 'basic', description: 'The account key and secret as key:secret' },
+          queryKey: {
+            type: 'apiKey',
+            in: 'query',
+            name: 'key',
+            description: 'The account key (8 letters and digits); used together with `secret`',
+          },
+          querySecret: {
+            type: 'apiKey',
+            in: 'query',
+            name: 'secret',
+            description: 'The account secret (8 letters and digits); used together with `key`',
+          },
+          ...(config.adminToken
+            ? { adminToken: { type: 'http', scheme: 'bearer', description: 'WAYBILL_ADMIN_TOKEN' } }
+            : {}),
         },
       },
     },
+    // Named schemas (an `$id`) become components.schemas under that name, referenced wherever they are used.
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) =>
+        typeof json.$id === 'string' ? json.$id : `def-${i}`,
+    },
   });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    staticCSP: DOCS_CSP,
+    theme: { title: 'Waybill API reference' },
+    uiConfig: { deepLinking: true, defaultModelsExpandDepth: 0, tryItOutEnabled: false },
+  });
+  addSchemas(app, SHARED_SCHEMAS);
+  // Only the operator API takes bodies, and only JSON: anything else is a 415 naming what was sent, not a
+  // string handed to a JSON schema.
+  app.removeContentTypeParser('text/plain');
 
   registerProtocol(app);
+  registerCors(app, config.corsOrigins, CORS_PATHS);
   registerErrorHandling(app);
   registerDeprecationHeaders(app, config.v1Deprecated, config.v1Sunset);
   if (config.accessLog) registerAccessLog(app);
+  registerRequestMetrics(app, ctx.metrics);
 
   await app.register(healthRoutes, ctx);
+  await app.register(metricsRoutes, ctx);
   await app.register(dlrRoutes, ctx);
   await app.register(contactMessagesV1Routes, ctx);
   await app.register(messagesRoutes, ctx);
+  await app.register(receiptsRoutes, ctx);
   const adminToken = config.adminToken;
   if (adminToken) {
     await app.register(
       async (admin) => {
         requireAdminToken(admin, adminToken);
+        addSchemas(admin, [...ACCOUNT_SCHEMAS, ...INGEST_SCHEMAS, ...DELIVERY_SCHEMAS]);
         await admin.register(adminAccountRoutes, ctx);
         await admin.register(adminIngestRoutes, ctx);
+        await admin.register(adminCallbackRoutes, ctx);
       },
       { prefix: '/admin/v1' },
     );
   }
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  methodNotAllowed(app, '/openapi.json', ['GET']);
   return app;
 }

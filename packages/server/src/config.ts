@@ -1,5 +1,6 @@
 /** Environment (and CLI flags) → one frozen, typed configuration. CONTRACT §7 is the reference. */
 
+import { DEFAULT_RETRY_SCHEDULE } from './domain/deliveries.js';
 import { allowlistEntryProblem } from './domain/ip-allowlist.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -44,6 +45,29 @@ export interface Config {
   pgPoolSize: number;
   /** @default 5000 */
   pgStatementTimeoutMs: number;
+  /** The longest a request waits on the database, either engine. @default 5000 */
+  dbTimeoutMs: number;
+  /** How long an early receipt stays parked waiting for its message, in seconds. @default 259200 (72 h) */
+  receiptParkSeconds: number;
+  /** A callback attempt fails unless a 2xx answer arrives within this. @default 15000 */
+  callbackTimeoutMs: number;
+  /** Delays between attempts, in seconds (±20% jitter); its length + 1 attempts in all. @default 5,300,…,86400 */
+  callbackRetrySchedule: readonly number[];
+  /** Callback attempts in flight per process. @default 64 */
+  callbackConcurrency: number;
+  /** Callback attempts in flight per process to one account. @default 8 */
+  callbackEndpointConcurrency: number;
+  /** Let callbacks reach loopback, private and other internal addresses (development only). @default false */
+  callbackAllowPrivate: boolean;
+  /** This instance sends callbacks; off, it still queues them for others. @default true */
+  callbackRelay: boolean;
+  /** How long the previous callback secret keeps signing after a rotation, in seconds. @default 86400 */
+  callbackSecretGraceSeconds: number;
+  /**
+   * Web origins (`https://app.example`) whose pages may call the query endpoints from a browser (CORS).
+   * @default [] (no cross-origin access)
+   */
+  corsOrigins: readonly string[];
 }
 
 /** A configuration value that cannot be used; the message names the variable. */
@@ -72,6 +96,16 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   sqliteCacheMb: 'WAYBILL_SQLITE_CACHE_MB',
   pgPoolSize: 'WAYBILL_PG_POOL_SIZE',
   pgStatementTimeoutMs: 'WAYBILL_PG_STATEMENT_TIMEOUT_MS',
+  dbTimeoutMs: 'WAYBILL_DB_TIMEOUT_MS',
+  receiptParkSeconds: 'WAYBILL_RECEIPT_PARK_SECONDS',
+  callbackTimeoutMs: 'WAYBILL_CALLBACK_TIMEOUT_MS',
+  callbackRetrySchedule: 'WAYBILL_CALLBACK_RETRY_SCHEDULE',
+  callbackConcurrency: 'WAYBILL_CALLBACK_CONCURRENCY',
+  callbackEndpointConcurrency: 'WAYBILL_CALLBACK_ENDPOINT_CONCURRENCY',
+  callbackAllowPrivate: 'WAYBILL_CALLBACK_ALLOW_PRIVATE',
+  callbackRelay: 'WAYBILL_CALLBACK_RELAY',
+  callbackSecretGraceSeconds: 'WAYBILL_CALLBACK_SECRET_GRACE_SECONDS',
+  corsOrigins: 'WAYBILL_CORS_ORIGINS',
 };
 
 /** Raw string values by variable name: the environment, with CLI flags already laid over it. */
@@ -111,6 +145,13 @@ export function loadConfig(source: Source): Readonly<Config> {
   if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must be sqlite:<path>, sqlite::memory: or postgres://…');
   }
+  const flag = (field: keyof Config, fallback: boolean): boolean => {
+    const raw = read(field);
+    if (raw === undefined) return fallback;
+    if (['on', 'true', '1'].includes(raw)) return true;
+    if (['off', 'false', '0'].includes(raw)) return false;
+    throw new ConfigError(`${ENV_NAMES[field]} must be on or off (true or false), got "${raw}"`);
+  };
   const logLevel = read('logLevel') ?? 'info';
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new ConfigError(`WAYBILL_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
@@ -142,8 +183,56 @@ export function loadConfig(source: Source): Readonly<Config> {
     sqliteCacheMb: int('sqliteCacheMb', 256, 1, 1_048_576),
     pgPoolSize: int('pgPoolSize', 10, 1, 10_000),
     pgStatementTimeoutMs: int('pgStatementTimeoutMs', 5000, 0, 86_400_000),
+    dbTimeoutMs: int('dbTimeoutMs', 5000, 100, 600_000),
+    receiptParkSeconds: int('receiptParkSeconds', 259_200, 0, 31_536_000),
+    callbackTimeoutMs: int('callbackTimeoutMs', 15_000, 1, 600_000),
+    callbackRetrySchedule: parseSchedule(read('callbackRetrySchedule')),
+    callbackConcurrency: int('callbackConcurrency', 64, 1, 10_000),
+    callbackEndpointConcurrency: int('callbackEndpointConcurrency', 8, 1, 10_000),
+    callbackAllowPrivate: flag('callbackAllowPrivate', false),
+    callbackRelay: flag('callbackRelay', true),
+    callbackSecretGraceSeconds: int('callbackSecretGraceSeconds', 86_400, 0, 31_536_000),
+    corsOrigins: parseOrigins(read('corsOrigins')),
   };
   return Object.freeze(config);
+}
+
+/**
+ * Comma-separated web origins, each exactly `scheme://host[:port]` as a browser sends it in `Origin`. `*` is
+ * refused: an open API key endpoint readable from any web page is not a default anyone should get by accident.
+ */
+function parseOrigins(raw: string | undefined): readonly string[] {
+  if (raw === undefined) return Object.freeze([]);
+  const origins = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  for (const origin of origins) {
+    let parsed: URL | null = null;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      // reported below
+    }
+    if (!parsed || !['http:', 'https:'].includes(parsed.protocol) || parsed.origin !== origin) {
+      throw new ConfigError(
+        `WAYBILL_CORS_ORIGINS must list origins such as https://app.example (scheme, host, optional port; no path, no *), got "${origin}"`,
+      );
+    }
+  }
+  return Object.freeze([...new Set(origins)]);
+}
+
+/** Seconds, comma-separated, each a number > 0 (fractions allowed, so tests can compress the schedule). */
+function parseSchedule(raw: string | undefined): readonly number[] {
+  if (raw === undefined) return DEFAULT_RETRY_SCHEDULE;
+  const delays = raw.split(',').map((s) => Number(s.trim()));
+  if (delays.length > 100 || delays.some((d) => !Number.isFinite(d) || d <= 0 || d > 31_536_000)) {
+    throw new ConfigError(
+      `WAYBILL_CALLBACK_RETRY_SCHEDULE must be comma-separated seconds, each > 0 (at most 100), got "${raw}"`,
+    );
+  }
+  return Object.freeze(delays);
 }
 
 function parseTrustProxy(raw: string | undefined): boolean | number | string[] {

@@ -1,5 +1,6 @@
 import type { Config } from './config.js';
 import type { Limits } from './limits/limits.js';
+import type { Metrics } from './metrics.js';
 import type { Store } from './store/store.js';
 
 /** What routes and plugins share: built once by `buildApp` and passed to each as plugin options. */
@@ -11,6 +12,13 @@ export interface AppContext {
   pepper: Buffer;
   /** The clock, injectable so tests can move past a sunset or a lockout without waiting. */
   now: () => Date;
+  /**
+   * Called after a write that may have queued callback deliveries, so this process's relay attempts them at
+   * once instead of at its next poll. A no-op when no relay runs here.
+   */
+  deliveriesQueued: () => void;
+  /** Prometheus counters of this process (`GET /metrics`). */
+  metrics: Metrics;
 }
 
 declare module 'fastify' {

@@ -1,6 +1,7 @@
 import { generateCallbackSecret, generateCredential, hashSecret } from '../domain/credentials.js';
 import { newId } from '../domain/ids.js';
 import type { Account } from '../domain/records.js';
+import { isSealed, sealSecret } from '../domain/secret-box.js';
 import { DuplicateKeyError, type Store } from '../store/store.js';
 
 export interface AccountInput {
@@ -10,6 +11,7 @@ export interface AccountInput {
   balance?: number;
   creditLimit?: number;
   callbackUrl?: string | null;
+  callbackEnabled?: boolean;
   /** Fixed credentials, for the demo account only; normally both are drawn from the CSPRNG. */
   key?: string;
   secret?: string;
@@ -41,9 +43,10 @@ export async function createAccount(
         balance: input.balance ?? 0,
         creditLimit: input.creditLimit ?? 0,
         callbackUrl: input.callbackUrl ?? null,
+        callbackEnabled: input.callbackEnabled ?? true,
         createdAt: now,
         secretHash: hashSecret(pepper, secret),
-        callbackSecret,
+        callbackSecret: sealSecret(pepper, callbackSecret),
       });
       return { account, secret, callbackSecret };
     } catch (error) {
@@ -62,4 +65,29 @@ export async function rotateSecret(
   const secret = generateCredential();
   const account = await store.setSecretHash(id, hashSecret(pepper, secret));
   return account ? { account, secret } : null;
+}
+
+/**
+ * Gives the account a new callback secret; the current one keeps signing beside it for `graceSeconds`.
+ * Returns the new secret with the account, or null for an unknown account.
+ */
+export async function rotateCallbackSecret(
+  store: Store,
+  pepper: Buffer,
+  id: string,
+  now: Date,
+  graceSeconds: number,
+): Promise<{ account: Account; callbackSecret: string } | null> {
+  const callbackSecret = generateCallbackSecret();
+  const until = new Date(now.getTime() + graceSeconds * 1000);
+  const account = await store.rotateCallbackSecret(id, sealSecret(pepper, callbackSecret), until);
+  return account ? { account, callbackSecret } : null;
+}
+
+/**
+ * Seals callback secrets written in clear before sealing existed (an upgrade). Run at start; a no-op after the
+ * first run.
+ */
+export function sealLegacyCallbackSecrets(store: Store, pepper: Buffer): Promise<number> {
+  return store.sealCallbackSecrets((clear) => (isSealed(clear) ? clear : sealSecret(pepper, clear)));
 }

@@ -7,27 +7,51 @@ import { allowlistEntryProblem } from '../domain/ip-allowlist.js';
 import type { Account, AccountPatch } from '../domain/records.js';
 import { createAccount, rotateSecret } from '../operations/accounts.js';
 import { methodNotAllowed } from '../plugins/protocol.js';
-import { problemResponses, Timestamp } from './schemas.js';
+import {
+  adminProblems,
+  BODY_STATUSES,
+  type NamedSchema,
+  ref,
+  response,
+  SECURITY,
+  Timestamp,
+} from './schemas.js';
 
-const AccountSchema = Type.Object({
-  id: Type.String({ format: 'uuid' }),
-  name: Type.String(),
-  key: Type.String(),
-  ipWhitelist: Type.Array(Type.String()),
-  dlrQueryEnabled: Type.Boolean(),
-  balance: Type.Number(),
-  creditLimit: Type.Number(),
-  callbackUrl: Type.Union([Type.String(), Type.Null()]),
-  createdAt: Timestamp,
+export const AccountSchema = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    name: Type.String(),
+    key: Type.String({ description: '8 letters and digits', examples: ['DEMOKEY1'] }),
+    ipWhitelist: Type.Array(Type.String(), {
+      description: 'Addresses and CIDR ranges; empty allows everyone',
+    }),
+    dlrQueryEnabled: Type.Boolean(),
+    balance: Type.Number(),
+    creditLimit: Type.Number(),
+    callbackUrl: Type.Union([Type.String(), Type.Null()]),
+    callbackEnabled: Type.Boolean({
+      description: 'Deliveries are queued only while true; a 410 Gone from the callback turns it off',
+    }),
+    createdAt: Timestamp,
+  },
+  { $id: 'Account', description: 'An account; its secrets are shown only when created or rotated' },
+);
+const secret = Type.String({ description: 'Shown only now and at rotation', examples: ['DEMOSECR'] });
+const callbackSecret = Type.String({
+  description: 'whsec_ + base64 of 32 bytes: the key that signs callbacks; shown only now and at rotation',
 });
-const AccountWithSecretSchema = Type.Object({
-  ...AccountSchema.properties,
-  secret: Type.String({ description: 'Shown only now and at rotation' }),
-});
-const CreatedAccountSchema = Type.Object({
-  ...AccountWithSecretSchema.properties,
-  callbackSecret: Type.String({ description: 'whsec_… key that signs callbacks' }),
-});
+const AccountWithSecretSchema = Type.Object(
+  { ...AccountSchema.properties, secret },
+  { $id: 'AccountWithSecret', description: 'An account with its new secret' },
+);
+const CreatedAccountSchema = Type.Object(
+  { ...AccountSchema.properties, secret, callbackSecret },
+  { $id: 'CreatedAccount', description: 'A new account with its secret and callback secret' },
+);
+export const AccountWithCallbackSecretSchema = Type.Object(
+  { ...AccountSchema.properties, callbackSecret },
+  { $id: 'AccountWithCallbackSecret', description: 'An account with its new callback secret' },
+);
 
 const settable = {
   name: Type.String({ minLength: 1, maxLength: 200 }),
@@ -38,7 +62,10 @@ const settable = {
   dlrQueryEnabled: Type.Boolean(),
   balance: Type.Number(),
   creditLimit: Type.Number(),
-  callbackUrl: Type.Union([Type.String({ maxLength: 2048 }), Type.Null()]),
+  callbackUrl: Type.Union([Type.String({ maxLength: 2048 }), Type.Null()], {
+    description: 'http or https, at most 2048 characters, no credentials in it',
+  }),
+  callbackEnabled: Type.Boolean(),
 };
 const CreateBody = Type.Object(
   {
@@ -48,8 +75,13 @@ const CreateBody = Type.Object(
     balance: Type.Optional(settable.balance),
     creditLimit: Type.Optional(settable.creditLimit),
     callbackUrl: Type.Optional(settable.callbackUrl),
+    callbackEnabled: Type.Optional(settable.callbackEnabled),
   },
-  { additionalProperties: false },
+  {
+    $id: 'AccountCreate',
+    additionalProperties: false,
+    description: 'A new account; unknown fields are refused',
+  },
 );
 const PatchBody = Type.Object(
   {
@@ -59,19 +91,37 @@ const PatchBody = Type.Object(
     balance: Type.Optional(settable.balance),
     creditLimit: Type.Optional(settable.creditLimit),
     callbackUrl: Type.Optional(settable.callbackUrl),
+    callbackEnabled: Type.Optional(settable.callbackEnabled),
   },
-  { additionalProperties: false },
+  {
+    $id: 'AccountPatch',
+    additionalProperties: false,
+    description: 'The fields to change; callbackUrl null clears it, null elsewhere is refused',
+  },
 );
-const IdParams = Type.Object({ id: Type.String({ description: 'Account UUID' }) });
+// Not `format: 'uuid'`: a malformed id is an account that does not exist (404), not a bad request.
+export const IdParams = Type.Object({ id: Type.String({ description: 'Account UUID' }) });
+
+/** The named schemas of the account routes, registered in the operator API's scope. */
+export const ACCOUNT_SCHEMAS: readonly NamedSchema[] = [
+  AccountSchema,
+  AccountWithSecretSchema,
+  CreatedAccountSchema,
+  AccountWithCallbackSecretSchema,
+  CreateBody,
+  PatchBody,
+];
 
 /** Rejects what the schema cannot express: whitelist entries and callback URLs. */
 function checkSettable(body: { name?: string; ipWhitelist?: string[]; callbackUrl?: string | null }): void {
   if (body.name !== undefined && /\p{Cc}/u.test(body.name)) {
-    throw new ApiError('invalid_request', 'name must not contain control characters');
+    throw new ApiError('invalid_request', 'name must not contain control characters', { param: 'name' });
   }
-  for (const entry of body.ipWhitelist ?? []) {
+  for (const [i, entry] of (body.ipWhitelist ?? []).entries()) {
     const problem = allowlistEntryProblem(entry);
-    if (problem) throw new ApiError('invalid_request', `ipWhitelist: ${problem}`);
+    if (problem) {
+      throw new ApiError('invalid_request', `ipWhitelist[${i}]: ${problem}`, { param: `ipWhitelist[${i}]` });
+    }
   }
   if (typeof body.callbackUrl === 'string') {
     let url: URL | null = null;
@@ -81,12 +131,25 @@ function checkSettable(body: { name?: string; ipWhitelist?: string[]; callbackUr
       // reported below
     }
     if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
-      throw new ApiError('invalid_request', 'callbackUrl must be an absolute http or https URL');
+      throw new ApiError('invalid_request', 'callbackUrl must be an absolute http or https URL', {
+        param: 'callbackUrl',
+      });
+    }
+    if (/\p{Cc}/u.test(body.callbackUrl)) {
+      throw new ApiError('invalid_request', 'callbackUrl must not contain control characters', {
+        param: 'callbackUrl',
+      });
+    }
+    // Where it points is judged at each attempt (CONTRACT §9); credentials in it would be stored and logged.
+    if (url.username !== '' || url.password !== '') {
+      throw new ApiError('invalid_request', 'callbackUrl must not contain credentials (user:password@)', {
+        param: 'callbackUrl',
+      });
     }
   }
 }
 
-const wire = (a: Account) => ({ ...a, createdAt: a.createdAt.toISOString() });
+export const accountWire = (a: Account) => ({ ...a, createdAt: a.createdAt.toISOString() });
 
 /** Loads the account of the path, or answers 404. */
 export async function accountOr404(ctx: AppContext, id: string): Promise<Account> {
@@ -98,25 +161,31 @@ export async function accountOr404(ctx: AppContext, id: string): Promise<Account
 /** `/admin/v1/accounts…` — create, read, change, rotate the secret (CONTRACT §5). */
 export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const tags = ['operator'];
-  const security = [{ adminToken: [] }];
+  const security = SECURITY.admin;
   app.post(
     '/accounts',
     {
       schema: {
+        operationId: 'createAccount',
         summary: 'Create an account; its secret and callbackSecret are shown only in this answer',
         tags,
         security,
-        body: CreateBody,
-        response: { 201: CreatedAccountSchema, ...problemResponses(400, 401) },
+        body: ref(CreateBody),
+        response: {
+          201: response('The account, with its secret and callback secret', ref(CreatedAccountSchema)),
+          ...adminProblems(BODY_STATUSES),
+        },
       },
     },
     async (request, reply) => {
       const body = request.body as Static<typeof CreateBody>;
       checkSettable(body);
       const created = await createAccount(ctx.store, ctx.pepper, body, ctx.now());
-      return reply
-        .code(201)
-        .send({ ...wire(created.account), secret: created.secret, callbackSecret: created.callbackSecret });
+      return reply.code(201).send({
+        ...accountWire(created.account),
+        secret: created.secret,
+        callbackSecret: created.callbackSecret,
+      });
     },
   );
   methodNotAllowed(app, '/accounts', ['POST']);
@@ -125,26 +194,31 @@ export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext):
     '/accounts/:id',
     {
       schema: {
+        operationId: 'getAccount',
         summary: 'Read an account',
         tags,
         security,
         params: IdParams,
-        response: { 200: AccountSchema, ...problemResponses(401, 404) },
+        response: { 200: response('The account', ref(AccountSchema)), ...adminProblems([404]) },
       },
     },
-    async (request) => wire(await accountOr404(ctx, (request.params as { id: string }).id)),
+    async (request) => accountWire(await accountOr404(ctx, (request.params as { id: string }).id)),
   );
 
   app.patch(
     '/accounts/:id',
     {
       schema: {
+        operationId: 'updateAccount',
         summary: 'Change the given fields (callbackUrl: null clears it)',
         tags,
         security,
         params: IdParams,
-        body: PatchBody,
-        response: { 200: AccountSchema, ...problemResponses(400, 401, 404) },
+        body: ref(PatchBody),
+        response: {
+          200: response('The account as changed', ref(AccountSchema)),
+          ...adminProblems([...BODY_STATUSES, 404]),
+        },
       },
     },
     async (request) => {
@@ -157,7 +231,7 @@ export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext):
       }
       const updated = await ctx.store.updateAccount(id, patch);
       if (!updated) throw new ApiError('not_found', `no account ${id}`);
-      return wire(updated);
+      return accountWire(updated);
     },
   );
   methodNotAllowed(app, '/accounts/:id', ['GET', 'PATCH']);
@@ -166,11 +240,15 @@ export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext):
     '/accounts/:id/secret',
     {
       schema: {
+        operationId: 'rotateAccountSecret',
         summary: 'Rotate the secret: the old one stops working and any lockout of the key is cleared',
         tags,
         security,
         params: IdParams,
-        response: { 200: AccountWithSecretSchema, ...problemResponses(401, 404) },
+        response: {
+          200: response('The account with its new secret', ref(AccountWithSecretSchema)),
+          ...adminProblems([404, 413, 415]),
+        },
       },
     },
     async (request) => {
@@ -178,7 +256,7 @@ export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext):
       const rotated = await rotateSecret(ctx.store, ctx.pepper, id);
       if (!rotated) throw new ApiError('not_found', `no account ${id}`);
       await ctx.limits.clear(id);
-      return { ...wire(rotated.account), secret: rotated.secret };
+      return { ...accountWire(rotated.account), secret: rotated.secret };
     },
   );
   methodNotAllowed(app, '/accounts/:id/secret', ['POST']);

@@ -5,12 +5,46 @@ import { ApiError } from '../domain/errors.js';
 import type { BatchOutcome, ItemError } from '../domain/ingest.js';
 import { methodNotAllowed } from '../plugins/protocol.js';
 import type { IngestOptions } from '../store/store.js';
-import { accountOr404 } from './admin-accounts.js';
+import { accountOr404, IdParams } from './admin-accounts.js';
 import { checkMessageItem, checkReceiptItem, MessageItemSchema, ReceiptItemSchema } from './ingest-items.js';
-import { problemResponses } from './schemas.js';
+import { adminProblems, BODY_STATUSES, type NamedSchema, ref, response, SECURITY } from './schemas.js';
 import { describedOnly } from './validation.js';
 
 export const MAX_BATCH = 1000;
+
+const MessageBatchSchema = Type.Object(
+  { messages: Type.Array(ref(MessageItemSchema), { minItems: 1, maxItems: MAX_BATCH }) },
+  { $id: 'MessageBatch', additionalProperties: false, description: '1 to 1000 messages, applied in order' },
+);
+const MessagesAcceptedSchema = Type.Object(
+  { accepted: Type.Integer({ description: 'Items written' }) },
+  { $id: 'MessagesAccepted' },
+);
+const ReceiptBatchSchema = Type.Object(
+  { receipts: Type.Array(ref(ReceiptItemSchema), { minItems: 1, maxItems: MAX_BATCH }) },
+  { $id: 'ReceiptBatch', additionalProperties: false, description: '1 to 1000 receipts, applied in order' },
+);
+const ReceiptsAppliedSchema = Type.Object(
+  {
+    applied: Type.Integer({ description: 'Receipts that changed a recipient (each recorded an event)' }),
+    ignored: Type.Integer({ description: 'Receipts that changed nothing under the precedence rules' }),
+    unknown: Type.Array(
+      Type.Object({ messageId: Type.String(), to: Type.Union([Type.String(), Type.Null()]) }),
+      { description: 'Receipts with no outbound SMS recipient yet: parked until it arrives' },
+    ),
+  },
+  { $id: 'ReceiptsApplied' },
+);
+
+/** The named schemas of the ingest routes, registered in the operator API's scope. */
+export const INGEST_SCHEMAS: readonly NamedSchema[] = [
+  MessageItemSchema,
+  MessageBatchSchema,
+  MessagesAcceptedSchema,
+  ReceiptItemSchema,
+  ReceiptBatchSchema,
+  ReceiptsAppliedSchema,
+];
 
 interface CheckedBatch<T> {
   /** The well-formed items, each with its index in the request. */
@@ -22,24 +56,41 @@ interface CheckedBatch<T> {
 function checkBatch<T>(
   body: unknown,
   field: 'messages' | 'receipts',
-  check: (item: unknown) => { ok: true; value: T } | { ok: false; detail: string },
+  check: (item: unknown) => { ok: true; value: T } | { ok: false; detail: string; param?: string },
 ): CheckedBatch<T> {
-  const list = (body as Record<string, unknown> | null)?.[field];
-  if (typeof body !== 'object' || body === null || Array.isArray(body) || !Array.isArray(list)) {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new ApiError('invalid_request', `the body must be an object {"${field}": [...]}`);
   }
   const unknown = Object.keys(body).filter((k) => k !== field);
-  if (unknown.length > 0)
-    throw new ApiError('invalid_request', `unknown field ${unknown.join(', ')} in the body`);
+  if (unknown.length > 0) {
+    throw new ApiError(
+      'invalid_request',
+      `unknown field ${unknown.map((k) => `"${k}"`).join(', ')} in the body`,
+      {
+        param: unknown.length === 1 ? unknown[0] : undefined,
+      },
+    );
+  }
+  const list = (body as Record<string, unknown>)[field];
+  if (!Array.isArray(list)) {
+    throw new ApiError('invalid_request', `the body must be an object {"${field}": [...]}`, { param: field });
+  }
   if (list.length < 1 || list.length > MAX_BATCH) {
-    throw new ApiError('invalid_request', `${field} must hold 1 to ${MAX_BATCH} items, got ${list.length}`);
+    throw new ApiError('invalid_request', `${field} must hold 1 to ${MAX_BATCH} items, got ${list.length}`, {
+      param: field,
+    });
   }
   const valid: { index: number; value: T }[] = [];
   const errors: ItemError[] = [];
   list.forEach((item, index) => {
     const checked = check(item);
     if (checked.ok) valid.push({ index, value: checked.value });
-    else errors.push({ index, detail: checked.detail });
+    else
+      errors.push({
+        index,
+        detail: checked.detail,
+        ...(checked.param === undefined ? {} : { param: checked.param }),
+      });
   });
   return { valid, errors };
 }
@@ -61,7 +112,7 @@ async function applyBatch<T, R>(
     if (!dryRun.ok) {
       for (const e of dryRun.errors) {
         const original = batch.valid[e.index];
-        if (original) errors.push({ index: original.index, detail: e.detail });
+        if (original) errors.push({ ...e, index: original.index });
       }
     }
   }
@@ -79,24 +130,35 @@ function unwrap<T>(outcome: BatchOutcome<T>): T {
   return outcome.value;
 }
 
+/** Counts the items of a batch refused as a whole (400), then lets the refusal through. */
+const countRejected =
+  (ctx: AppContext, kind: 'messages' | 'receipts', batch: CheckedBatch<unknown>) =>
+  (error: unknown): never => {
+    if (error instanceof ApiError && error.problem === 'invalid_request') {
+      ctx.metrics.ingestItems.inc({ kind, outcome: 'rejected' }, batch.valid.length + batch.errors.length);
+    }
+    throw error;
+  };
+
 /** Batch ingest of messages and receipts (CONTRACT §5): validated whole, applied in order, all or nothing. */
 export async function adminIngestRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const tags = ['operator'];
-  const security = [{ adminToken: [] }];
+  const security = SECURITY.admin;
   app.post(
     '/accounts/:id/messages',
     {
       // Items are checked one by one (routes/ingest-items.ts) so that every bad index is reported.
       validatorCompiler: describedOnly,
       schema: {
+        operationId: 'ingestMessages',
         summary: 'Ingest up to 1000 messages (idempotent: a re-sent record is updated)',
         tags,
         security,
-        params: Type.Object({ id: Type.String() }),
-        body: Type.Object({ messages: Type.Array(MessageItemSchema, { minItems: 1, maxItems: MAX_BATCH }) }),
+        params: IdParams,
+        body: ref(MessageBatchSchema),
         response: {
-          200: Type.Object({ accepted: Type.Integer() }),
-          ...problemResponses(400, 401, 404, 413),
+          200: response('Every item was written', ref(MessagesAcceptedSchema)),
+          ...adminProblems([...BODY_STATUSES, 404]),
         },
       },
     },
@@ -104,7 +166,17 @@ export async function adminIngestRoutes(app: FastifyInstance, ctx: AppContext): 
       const account = await accountOr404(ctx, (request.params as { id: string }).id);
       const batch = checkBatch(request.body, 'messages', checkMessageItem);
       const now = ctx.now();
-      return applyBatch(batch, (items, options) => ctx.store.ingestMessages(account.id, items, now, options));
+      // Parked receipts older than the park time are expired, even before the relay's sweep drops them.
+      const parkedSince = new Date(now.getTime() - ctx.config.receiptParkSeconds * 1000);
+      const result = await applyBatch(batch, (items, options) =>
+        ctx.store.ingestMessages(account.id, items, now, { ...options, parkedSince }),
+      ).catch(countRejected(ctx, 'messages', batch));
+      ctx.metrics.ingestItems.inc({ kind: 'messages', outcome: 'accepted' }, result.accepted);
+      if (result.events > 0) {
+        ctx.metrics.receiptEvents.inc(result.events);
+        ctx.deliveriesQueued();
+      }
+      return { accepted: result.accepted };
     },
   );
   methodNotAllowed(app, '/accounts/:id/messages', ['POST']);
@@ -114,20 +186,15 @@ export async function adminIngestRoutes(app: FastifyInstance, ctx: AppContext): 
     {
       validatorCompiler: describedOnly,
       schema: {
+        operationId: 'ingestReceipts',
         summary: 'Ingest up to 1000 delivery receipts, applied under the precedence rules',
         tags,
         security,
-        params: Type.Object({ id: Type.String() }),
-        body: Type.Object({ receipts: Type.Array(ReceiptItemSchema, { minItems: 1, maxItems: MAX_BATCH }) }),
+        params: IdParams,
+        body: ref(ReceiptBatchSchema),
         response: {
-          200: Type.Object({
-            applied: Type.Integer(),
-            ignored: Type.Integer(),
-            unknown: Type.Array(
-              Type.Object({ messageId: Type.String(), to: Type.Union([Type.String(), Type.Null()]) }),
-            ),
-          }),
-          ...problemResponses(400, 401, 404, 413),
+          200: response('Every item was taken into account', ref(ReceiptsAppliedSchema)),
+          ...adminProblems([...BODY_STATUSES, 404]),
         },
       },
     },
@@ -135,7 +202,18 @@ export async function adminIngestRoutes(app: FastifyInstance, ctx: AppContext): 
       const account = await accountOr404(ctx, (request.params as { id: string }).id);
       const now = ctx.now();
       const batch = checkBatch(request.body, 'receipts', (item) => checkReceiptItem(item, now));
-      return applyBatch(batch, (items, options) => ctx.store.ingestReceipts(account.id, items, now, options));
+      const result = await applyBatch(batch, (items, options) =>
+        ctx.store.ingestReceipts(account.id, items, now, options),
+      ).catch(countRejected(ctx, 'receipts', batch));
+      const counted = ctx.metrics.ingestItems;
+      counted.inc({ kind: 'receipts', outcome: 'applied' }, result.applied);
+      counted.inc({ kind: 'receipts', outcome: 'ignored' }, result.ignored);
+      counted.inc({ kind: 'receipts', outcome: 'unknown' }, result.unknown.length);
+      if (result.applied > 0) {
+        ctx.metrics.receiptEvents.inc(result.applied);
+        ctx.deliveriesQueued();
+      }
+      return result;
     },
   );
   methodNotAllowed(app, '/accounts/:id/receipts', ['POST']);

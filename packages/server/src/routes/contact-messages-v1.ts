@@ -2,27 +2,56 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../domain/errors.js';
-import { parseMessagesQuery, type RawQuery } from '../domain/query-params.js';
+import {
+  DEFAULT_PAGE_SIZE,
+  MAX_PAGE_SIZE,
+  parseMessagesQuery,
+  type RawQuery,
+} from '../domain/query-params.js';
+import { CHANNELS } from '../domain/vocabulary.js';
 import { authenticate, readCredentials } from '../plugins/authenticate.js';
 import { methodNotAllowed } from '../plugins/protocol.js';
 import { historyPage, messagesByIds } from './messages-query.js';
-import { MessageRecordSchema, MessagesEnvelopeSchema, problemResponses } from './schemas.js';
+import {
+  enumOf,
+  type HeaderName,
+  MessageRecordSchema,
+  MessagesEnvelopeSchema,
+  queryProblems,
+  RATE_LIMIT_HEADERS,
+  ref,
+  response,
+  SECURITY,
+} from './schemas.js';
 import { describedOnly } from './validation.js';
 
 export const V1_PATH = '/api/v1/contacts/messages';
 
 export const messagesQuerystring = (withCampaign: boolean) =>
   Type.Object({
-    messageIds: Type.Optional(Type.String({ description: 'Mode 1: comma-separated message ids, 1-20' })),
-    channel: Type.Optional(Type.String({ description: 'WHATSAPP, APPLEMB, VIBER, SMS, TELEGRAM or RBM' })),
-    channelUserId: Type.Optional(Type.String({ description: 'Mode 2: the contact on the channel' })),
-    contactId: Type.Optional(Type.String({ description: 'Mode 2: the contact UUID' })),
-    size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+    messageIds: Type.Optional(
+      Type.String({
+        description: 'Mode 1: comma-separated message ids, 1-20',
+        examples: ['demo-sms-0001,demo-wa-0001'],
+      }),
+    ),
+    channel: Type.Optional(enumOf(CHANNELS, 'The channel (any case)')),
+    channelUserId: Type.Optional(
+      Type.String({ description: 'Mode 2: the contact on the channel', examples: ['447700900123'] }),
+    ),
+    contactId: Type.Optional(Type.String({ format: 'uuid', description: 'Mode 2: the contact UUID' })),
+    size: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })),
     cursor: Type.Optional(Type.String({ description: 'nextCursor of the previous page' })),
-    ...(withCampaign ? { campaignId: Type.Optional(Type.String({ description: 'Campaign filter' })) } : {}),
-    key: Type.Optional(Type.String({ description: 'Alternative to HTTP Basic' })),
-    secret: Type.Optional(Type.String({ description: 'Alternative to HTTP Basic' })),
+    ...(withCampaign
+      ? {
+          campaignId: Type.Optional(
+            Type.String({ description: 'Campaign filter', examples: ['spring-sale'] }),
+          ),
+        }
+      : {}),
   });
+
+const V1_HEADERS: HeaderName[] = ['Deprecation', 'Sunset', 'Link'];
 
 /** `GET /api/v1/contacts/messages` — deprecated contact message query (spec §4.2, CONTRACT §3). */
 export async function contactMessagesV1Routes(app: FastifyInstance, ctx: AppContext): Promise<void> {
@@ -33,15 +62,22 @@ export async function contactMessagesV1Routes(app: FastifyInstance, ctx: AppCont
       config: { deprecatedV1: true },
       validatorCompiler: describedOnly,
       schema: {
+        operationId: 'listContactMessagesV1',
         summary: 'Messages of a contact (deprecated: use GET /messages)',
-        description: `Removed at ${sunset.toISOString()}; from then on it answers 410 Gone.`,
+        description:
+          `Removed at ${sunset.toISOString()}; from then on it answers 410 Gone. Mode 1 (messageIds) answers a ` +
+          'bare array; Mode 2 (channel with channelUserId or contactId) a page envelope.',
         tags: ['messages'],
         deprecated: true,
-        security: [{ basic: [] }],
+        security: SECURITY.query,
         querystring: messagesQuerystring(false),
         response: {
-          200: Type.Union([Type.Array(MessageRecordSchema), MessagesEnvelopeSchema]),
-          ...problemResponses(400, 401, 403, 410, 429, 500),
+          200: response(
+            'Mode 1: the records, oldest first; Mode 2: one page of the history',
+            Type.Union([Type.Array(ref(MessageRecordSchema)), ref(MessagesEnvelopeSchema)]),
+            { headers: [...RATE_LIMIT_HEADERS, ...V1_HEADERS] },
+          ),
+          ...queryProblems([410], V1_HEADERS),
         },
       },
     },
@@ -57,7 +93,7 @@ export async function contactMessagesV1Routes(app: FastifyInstance, ctx: AppCont
       }
       const account = await authenticate(ctx, request, reply, readCredentials(request));
       const query = parseMessagesQuery(request.query as RawQuery, false);
-      if (!query.ok) throw new ApiError('invalid_request', query.detail);
+      if (!query.ok) throw new ApiError('invalid_request', query.detail, { param: query.param });
       if (query.value.mode === 'ids') return messagesByIds(ctx, account.id, query.value);
       return historyPage(ctx, account.id, query.value);
     },

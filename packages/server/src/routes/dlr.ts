@@ -6,14 +6,28 @@ import { toDlrItem } from '../domain/wire.js';
 import { authenticate } from '../plugins/authenticate.js';
 import { sendDlrFailure } from '../plugins/problem.js';
 import { methodNotAllowed } from '../plugins/protocol.js';
-import { DlrFailureSchema, DlrItemSchema } from './schemas.js';
+import {
+  DlrFailureSchema,
+  DlrItemSchema,
+  type HeaderName,
+  PROTOCOL_STATUSES,
+  problemResponses,
+  RATE_LIMIT_HEADERS,
+  ref,
+  response,
+  SECURITY,
+} from './schemas.js';
 import { describedOnly } from './validation.js';
 
 const querystring = Type.Object({
-  key: Type.String({ description: 'API key, 8 alphanumeric characters' }),
-  secret: Type.String({ description: 'API secret, 8 alphanumeric characters' }),
-  messageid: Type.String({ description: 'Message id, 1-64 characters of A-Z a-z 0-9 . _ : -' }),
+  messageid: Type.String({
+    description: 'Message id, 1-64 characters of A-Z a-z 0-9 . _ : -',
+    examples: ['demo-sms-multi'],
+  }),
 });
+
+const failure = (description: string, headers: readonly HeaderName[] = []) =>
+  response(description, ref(DlrFailureSchema), { headers });
 
 /** `GET /dlr` — the delivery result of one SMS request (spec §4.1, CONTRACT §2). */
 export async function dlrRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
@@ -24,14 +38,34 @@ export async function dlrRoutes(app: FastifyInstance, ctx: AppContext): Promise<
       // The spec's codes 2 and 3 and their order are checked by parseDlrQuery; the schema documents them.
       validatorCompiler: describedOnly,
       schema: {
+        operationId: 'getDlr',
         summary: 'Delivery result of one SMS request',
         description:
-          'An array of delivery-receipt items (one per recipient) on success, or a {code, descr} object on failure.',
+          'An array of delivery-receipt items (one per recipient, `[]` for an unknown id) on success, or a ' +
+          '`{code, descr}` object on failure, checked in the order of docs/errors.md. The credentials are the ' +
+          '`key` and `secret` query parameters.',
         tags: ['status query'],
+        security: SECURITY.dlr,
         querystring,
         response: {
-          200: Type.Array(DlrItemSchema),
-          ...Object.fromEntries([400, 401, 402, 403, 429, 500].map((s) => [s, DlrFailureSchema])),
+          200: response(
+            'One item per SMS recipient, in the order they were first sent to',
+            Type.Array(ref(DlrItemSchema)),
+            { headers: RATE_LIMIT_HEADERS },
+          ),
+          400: failure('2 Missing parameters, or 3 Invalid parameters (malformed, or given twice)'),
+          401: failure('4 Invalid credentials: no account has this key, or the secret is wrong'),
+          402: failure('9 Quota exceeded: balance + creditLimit < 0', RATE_LIMIT_HEADERS),
+          403: failure(
+            '5 Unauthorized IP (not on the whitelist), or 20 Dlr search not support',
+            RATE_LIMIT_HEADERS,
+          ),
+          429: failure('429 Too many requests: the key is locked out, or the account is over its rate', [
+            'Retry-After',
+            ...RATE_LIMIT_HEADERS,
+          ]),
+          500: failure('11 System error: storage unavailable or an unexpected fault', RATE_LIMIT_HEADERS),
+          ...problemResponses(PROTOCOL_STATUSES),
         },
       },
     },

@@ -1,24 +1,42 @@
 import type { FastifyInstance } from 'fastify';
-import { Type } from 'typebox';
 import type { AppContext } from '../context.js';
+import { methodNotAllowed } from '../plugins/protocol.js';
+import { HealthSchema, PROTOCOL_STATUSES, problemResponses, ref, response, SECURITY } from './schemas.js';
 
-const Status = Type.Object({ status: Type.String() });
+const Status = ref(HealthSchema);
 const READY_TIMEOUT_MS = 2000;
 
 /** Liveness (the process answers) and readiness (the database answers, within 2 s). */
 export async function healthRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   app.get(
     '/healthz',
-    { schema: { summary: 'Liveness', tags: ['operations'], response: { 200: Status } } },
+    {
+      schema: {
+        operationId: 'getLiveness',
+        summary: 'Liveness: 200 while the process runs',
+        tags: ['operations'],
+        security: SECURITY.none,
+        response: {
+          200: response('The process runs: {"status":"ok"}', Status),
+          ...problemResponses(PROTOCOL_STATUSES),
+        },
+      },
+    },
     async () => ({ status: 'ok' }),
   );
   app.get(
     '/readyz',
     {
       schema: {
+        operationId: 'getReadiness',
         summary: 'Readiness: 503 while the database cannot be reached',
         tags: ['operations'],
-        response: { 200: Status, 503: Status },
+        security: SECURITY.none,
+        response: {
+          200: response('The database answers: {"status":"ok"}', Status),
+          503: response('The database cannot be reached: {"status":"unavailable"}', Status),
+          ...problemResponses(PROTOCOL_STATUSES),
+        },
       },
     },
     async (request, reply) => {
@@ -39,4 +57,6 @@ export async function healthRoutes(app: FastifyInstance, ctx: AppContext): Promi
       }
     },
   );
+  methodNotAllowed(app, '/healthz', ['GET']);
+  methodNotAllowed(app, '/readyz', ['GET']);
 }

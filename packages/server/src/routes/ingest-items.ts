@@ -22,6 +22,10 @@ import {
   SETTABLE_STATUSES,
 } from '../domain/vocabulary.js';
 import { parseRfc3339, parseTimestamp } from '../domain/wire.js';
+import { fieldPath } from '../plugins/error-handling.js';
+
+/** Message parts of one SMS: far above any real message, and within every engine's integer column. */
+const MAX_COUNTS = 1_000_000;
 
 /**
  * Items of the ingest batches. The schemas document the items in OpenAPI and check their shape; the checks
@@ -54,13 +58,17 @@ export const MessageItemSchema = Type.Object(
           status: Type.Optional(enumOf(SEND_STATUSES)),
           network: Type.Optional(Type.String()),
           price: Type.Optional(Type.Number({ minimum: 0 })),
-          counts: Type.Optional(Type.Integer({ minimum: 1 })),
+          counts: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_COUNTS })),
         },
-        { additionalProperties: false },
+        { additionalProperties: false, description: 'Outbound SMS only' },
       ),
     ),
   },
-  { additionalProperties: false },
+  {
+    $id: 'MessageItem',
+    additionalProperties: false,
+    description: 'A message to store; re-sending the same (id, channelUserId) updates it',
+  },
 );
 
 export const ReceiptItemSchema = Type.Object(
@@ -74,78 +82,106 @@ export const ReceiptItemSchema = Type.Object(
     ),
     network: Type.Optional(Type.String()),
     price: Type.Optional(Type.Number({ minimum: 0 })),
-    counts: Type.Optional(Type.Integer({ minimum: 1 })),
+    counts: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_COUNTS })),
   },
-  { additionalProperties: false },
+  {
+    $id: 'ReceiptItem',
+    additionalProperties: false,
+    description: 'A delivery receipt, applied under the precedence rules',
+  },
 );
 
 const messageShape = Compile(MessageItemSchema);
 const receiptShape = Compile(ReceiptItemSchema);
 
-type Checked<T> = { ok: true; value: T } | { ok: false; detail: string };
+type Checked<T> = { ok: true; value: T } | { ok: false; detail: string; param?: string };
 
-/** Turns schema errors into one sentence; unknown fields are named, since a typo must not pass silently. */
-function shapeProblem(errors: ReturnType<typeof messageShape.Errors>): string {
+const bad = (param: string, detail: string) => ({ ok: false as const, detail, param });
+
+/**
+ * Turns schema errors into one sentence; unknown fields are named, since a typo must not pass silently.
+ * `param` is the field at fault when exactly one is.
+ */
+function shapeProblem(errors: ReturnType<typeof messageShape.Errors>): {
+  ok: false;
+  detail: string;
+  param?: string;
+} {
   const parts: string[] = [];
+  const fields = new Set<string>();
   for (const e of errors) {
     if (e.keyword === 'boolean') continue;
     if (e.keyword === 'additionalProperties') {
-      const names = (e.params as { additionalProperties?: string[] }).additionalProperties ?? [];
-      parts.push(
-        `unknown field${names.length > 1 ? 's' : ''} ${names.map((n) => `${e.instancePath}/${n}`).join(', ')}`,
+      const names = ((e.params as { additionalProperties?: string[] }).additionalProperties ?? []).map((n) =>
+        fieldPath(e.instancePath, n),
       );
+      for (const name of names) fields.add(name);
+      parts.push(`unknown field${names.length > 1 ? 's' : ''} ${names.map((n) => `"${n}"`).join(', ')}`);
     } else if (e.keyword === 'required') {
-      const names = (e.params as { requiredProperties?: string[] }).requiredProperties ?? [];
+      const names = ((e.params as { requiredProperties?: string[] }).requiredProperties ?? []).map((n) =>
+        fieldPath(e.instancePath, n),
+      );
+      for (const name of names) fields.add(name);
       parts.push(names.length > 0 ? `missing ${names.join(', ')}` : e.message);
+    } else if (e.instancePath === '') {
+      parts.push(`item ${e.message}`);
     } else {
-      parts.push(`${e.instancePath || 'item'} ${e.message}`);
+      const field = fieldPath(e.instancePath);
+      fields.add(field);
+      parts.push(`${field} ${e.message}`);
     }
   }
-  return [...new Set(parts)].join('; ') || 'item is malformed';
+  const detail = [...new Set(parts)].join('; ') || 'item is malformed';
+  const [only] = fields;
+  return fields.size === 1 && only !== undefined ? { ok: false, detail, param: only } : { ok: false, detail };
 }
 
 export function checkMessageItem(item: unknown): Checked<MessageUpsert> {
-  if (!messageShape.Check(item)) return { ok: false, detail: shapeProblem(messageShape.Errors(item)) };
+  if (!messageShape.Check(item)) return shapeProblem(messageShape.Errors(item));
   const channel = parseChannel(item.channel);
-  if (!channel) return { ok: false, detail: `channel must be one of ${CHANNELS.join(', ')}` };
-  if (!isMessageId(item.id))
-    return { ok: false, detail: 'id must be 1-64 characters of A-Z a-z 0-9 . _ : -' };
-  if (!isChannelUserId(channel, item.channelUserId)) return { ok: false, detail: channelUserIdRule(channel) };
-  if (item.contactId !== undefined && !isUuid(item.contactId))
-    return { ok: false, detail: 'contactId must be a UUID' };
+  if (!channel) return bad('channel', `channel must be one of ${CHANNELS.join(', ')}`);
+  if (!isMessageId(item.id)) return bad('id', 'id must be 1-64 characters of A-Z a-z 0-9 . _ : -');
+  if (!isChannelUserId(channel, item.channelUserId)) return bad('channelUserId', channelUserIdRule(channel));
+  if (item.contactId !== undefined && !isUuid(item.contactId)) {
+    return bad('contactId', 'contactId must be a UUID');
+  }
   if (typeof item.campaignId === 'string' && !isCampaignId(item.campaignId)) {
-    return { ok: false, detail: 'campaignId must be 1-64 characters of A-Z a-z 0-9 . _ : -' };
+    return bad('campaignId', 'campaignId must be 1-64 characters of A-Z a-z 0-9 . _ : -');
   }
   // PostgreSQL text cannot hold U+0000; refusing it everywhere keeps both engines alike.
   if (typeof item.text === 'string' && item.text.includes('\u0000')) {
-    return { ok: false, detail: 'text must not contain the NUL character (U+0000)' };
+    return bad('text', 'text must not contain the NUL character (U+0000)');
   }
   const inbound = item.direction === 'inbound';
   if (item.sms !== undefined && (channel !== 'SMS' || inbound)) {
-    return { ok: false, detail: 'sms is only allowed on outbound SMS messages' };
+    return bad('sms', 'sms is only allowed on outbound SMS messages');
   }
   if (item.status !== undefined && channel === 'SMS') {
-    return {
-      ok: false,
-      detail: 'status is not allowed on SMS messages; use sms.status (it is derived per recipient)',
-    };
+    return bad(
+      'status',
+      'status is not allowed on SMS messages; use sms.status (it is derived per recipient)',
+    );
   }
   if (item.status !== undefined && inbound) {
-    return { ok: false, detail: 'status is not allowed on inbound messages (they are always received)' };
+    return bad('status', 'status is not allowed on inbound messages (they are always received)');
   }
   if (item.sms?.network !== undefined && !isNetwork(item.sms.network)) {
-    return { ok: false, detail: 'sms.network must be 5-6 digits (MCC+MNC)' };
+    return bad('sms.network', 'sms.network must be 5-6 digits (MCC+MNC)');
   }
   const value: MessageUpsert = { id: item.id, channel, channelUserId: item.channelUserId };
   if (item.createdAt !== undefined) {
     const createdAt = parseRfc3339(item.createdAt);
-    if (!createdAt) return { ok: false, detail: 'createdAt must be an RFC 3339 date-time' };
+    if (!createdAt) return bad('createdAt', 'createdAt must be an RFC 3339 date-time');
+    if (!storable(createdAt)) return bad('createdAt', 'createdAt must fall in the years 1970 to 9999 (UTC)');
     value.createdAt = createdAt;
   }
   if (item.contactId !== undefined) value.contactId = item.contactId.toLowerCase();
   if (item.direction !== undefined) value.direction = item.direction as MessageUpsert['direction'] & string;
   if (item.campaignId !== undefined) value.campaignId = item.campaignId;
   if (item.text !== undefined) value.text = item.text;
+  if (item.content !== undefined && depthOf(item.content) > MAX_CONTENT_DEPTH) {
+    return bad('content', `content must not nest deeper than ${MAX_CONTENT_DEPTH} levels`);
+  }
   if (item.content !== undefined) value.content = item.content as Record<string, unknown> | null;
   if (item.status !== undefined) value.status = item.status as NonNullable<MessageUpsert['status']>;
   if (item.sms !== undefined) {
@@ -159,28 +195,48 @@ export function checkMessageItem(item: unknown): Checked<MessageUpsert> {
   return { ok: true, value };
 }
 
+/** How deep `content` may nest: enough for any real payload, and far from the JSON codec's recursion limit. */
+const MAX_CONTENT_DEPTH = 64;
+
+function depthOf(value: unknown): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop() as [unknown, number];
+    if (node === null || typeof node !== 'object') continue;
+    deepest = Math.max(deepest, depth + 1);
+    if (deepest > MAX_CONTENT_DEPTH) return deepest;
+    for (const child of Object.values(node)) stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
+/** Times every engine stores and prints alike: the years 1970 to 9999, UTC. */
+const EARLIEST = Date.UTC(1970, 0, 1);
+const LATEST = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+const storable = (d: Date): boolean => d.getTime() >= EARLIEST && d.getTime() <= LATEST;
+
 export function checkReceiptItem(item: unknown, now: Date): Checked<ReceiptInput> {
-  if (!receiptShape.Check(item)) return { ok: false, detail: shapeProblem(receiptShape.Errors(item)) };
-  if (!isMessageId(item.messageId))
-    return { ok: false, detail: 'messageId must be 1-64 characters of A-Z a-z 0-9 . _ : -' };
+  if (!receiptShape.Check(item)) return shapeProblem(receiptShape.Errors(item));
+  if (!isMessageId(item.messageId)) {
+    return bad('messageId', 'messageId must be 1-64 characters of A-Z a-z 0-9 . _ : -');
+  }
   if (item.to !== undefined && !isPhoneNumber(item.to)) {
-    return {
-      ok: false,
-      detail: 'to must be a phone number: country code and number, 6-15 digits, no + or leading 0',
-    };
+    return bad('to', 'to must be a phone number: country code and number, 6-15 digits, no + or leading 0');
   }
   const errcode = item.drErrcode === undefined ? '0' : String(item.drErrcode);
   if (!Object.hasOwn(DR_ERRCODES, errcode)) {
-    return { ok: false, detail: `drErrcode must be one of ${Object.keys(DR_ERRCODES).join(', ')}` };
+    return bad('drErrcode', `drErrcode must be one of ${Object.keys(DR_ERRCODES).join(', ')}`);
   }
   let drTime = now;
   if (item.drTime !== undefined) {
     const parsed = parseTimestamp(item.drTime);
-    if (!parsed) return { ok: false, detail: 'drTime must be yyyy-MM-dd HH:mm:ss.SSS (UTC) or RFC 3339' };
+    if (!parsed) return bad('drTime', 'drTime must be yyyy-MM-dd HH:mm:ss.SSS (UTC) or RFC 3339');
+    if (!storable(parsed)) return bad('drTime', 'drTime must fall in the years 1970 to 9999 (UTC)');
     drTime = parsed;
   }
   if (item.network !== undefined && !isNetwork(item.network)) {
-    return { ok: false, detail: 'network must be 5-6 digits (MCC+MNC)' };
+    return bad('network', 'network must be 5-6 digits (MCC+MNC)');
   }
   const value: ReceiptInput = {
     messageId: item.messageId,

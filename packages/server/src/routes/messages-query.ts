@@ -23,7 +23,9 @@ export async function messagesByIds(
 }
 
 const invalidCursor = () =>
-  new ApiError('invalid_request', 'cursor is not valid for this query; start again without it');
+  new ApiError('invalid_request', 'cursor is not valid for this query; start again without it', {
+    param: 'cursor',
+  });
 
 const EMPTY: MessagesPage = { messages: [], nextCursor: null, hasMore: false };
 

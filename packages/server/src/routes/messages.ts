@@ -6,7 +6,14 @@ import { authenticate, readCredentials } from '../plugins/authenticate.js';
 import { methodNotAllowed } from '../plugins/protocol.js';
 import { messagesQuerystring } from './contact-messages-v1.js';
 import { historyPage, messagesByIds } from './messages-query.js';
-import { MessagesEnvelopeSchema, problemResponses } from './schemas.js';
+import {
+  MessagesEnvelopeSchema,
+  queryProblems,
+  RATE_LIMIT_HEADERS,
+  ref,
+  response,
+  SECURITY,
+} from './schemas.js';
 import { describedOnly } from './validation.js';
 
 /** `GET /messages` — the successor of the v1 query, with campaign filtering (CONTRACT §4). */
@@ -16,20 +23,31 @@ export async function messagesRoutes(app: FastifyInstance, ctx: AppContext): Pro
     {
       validatorCompiler: describedOnly,
       schema: {
+        operationId: 'listMessages',
         summary: 'Messages by id, a contact history, or a campaign',
         description:
           'Mode 1: messageIds (1-20). Mode 2: channel with exactly one of channelUserId or contactId. ' +
-          'campaignId filters both modes, or alone lists a campaign (channel then optional).',
+          'campaignId filters both modes, or alone lists a campaign (channel then optional). Pages go ' +
+          'backwards in time: each holds the messages just older than the cursor, oldest first.',
         tags: ['messages'],
-        security: [{ basic: [] }],
+        security: SECURITY.query,
         querystring: messagesQuerystring(true),
-        response: { 200: MessagesEnvelopeSchema, ...problemResponses(400, 401, 403, 429, 500) },
+        response: {
+          200: response(
+            'Mode 1: the records, oldest first; otherwise one page',
+            ref(MessagesEnvelopeSchema),
+            {
+              headers: RATE_LIMIT_HEADERS,
+            },
+          ),
+          ...queryProblems([]),
+        },
       },
     },
     async (request, reply) => {
       const account = await authenticate(ctx, request, reply, readCredentials(request));
       const query = parseMessagesQuery(request.query as RawQuery, true);
-      if (!query.ok) throw new ApiError('invalid_request', query.detail);
+      if (!query.ok) throw new ApiError('invalid_request', query.detail, { param: query.param });
       if (query.value.mode === 'ids') {
         return {
           messages: await messagesByIds(ctx, account.id, query.value),

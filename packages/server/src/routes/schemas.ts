@@ -1,4 +1,5 @@
-import { Type } from 'typebox';
+import { type Static, type TSchema, Type } from 'typebox';
+import { PROBLEMS } from '../domain/errors.js';
 import {
   CHANNELS,
   DIRECTIONS,
@@ -10,75 +11,323 @@ import {
 
 /**
  * Wire schemas shared by routes: they drive response serialization (so no field outside them can leak) and
- * the OpenAPI document at /openapi.json.
+ * the OpenAPI document at /openapi.json. A schema with an `$id` is registered once with `addSchema` and
+ * referenced with {@link ref}; it becomes `#/components/schemas/<$id>` in the document.
  */
 
-const enumOf = (values: readonly string[], description?: string) =>
+/** A schema registered under its `$id` (TypeBox's types do not carry the `$id`). */
+export type NamedSchema = TSchema;
+
+/** A reference to a registered schema (the type stays the schema's). */
+export function ref<T extends TSchema>(schema: T) {
+  const id = (schema as { $id?: unknown }).$id;
+  if (typeof id !== 'string') throw new Error('only a schema with an $id can be referenced');
+  return Type.Unsafe<Static<T>>({ $ref: `${id}#` });
+}
+
+export const enumOf = (values: readonly string[], description?: string) =>
   Type.Unsafe<string>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });
 
 export const Timestamp = Type.String({
+  format: 'date-time',
   description: 'RFC 3339 UTC with milliseconds',
-  example: '2026-11-22T10:00:00.123Z',
+  examples: ['2026-11-22T10:00:00.123Z'],
 });
 
 export const DlrItemSchema = Type.Object(
   {
     type: Type.Literal('dlr'),
-    messageid: Type.String(),
-    to: Type.String({ description: 'Country code and number, no + or leading 00' }),
+    messageid: Type.String({ examples: ['demo-sms-multi'] }),
+    to: Type.String({
+      description: 'Country code and number, no + or leading 00',
+      examples: ['447700900201'],
+    }),
     status: enumOf(SEND_STATUSES, '"1" in progress, "0" submitted to carrier, "400" submission failed'),
-    price: Type.Number(),
-    counts: Type.Integer(),
-    network: Type.Optional(Type.String({ description: 'MCC+MNC; omitted when unknown' })),
-    drStatus: Type.Optional(Type.Union([Type.Literal(0), Type.Literal(400)])),
+    price: Type.Number({ description: 'Price of one SMS, in the billing currency' }),
+    counts: Type.Integer({ description: 'Billed parts' }),
+    network: Type.Optional(
+      Type.String({ description: 'MCC+MNC; omitted when unknown', examples: ['23415'] }),
+    ),
+    drStatus: Type.Optional(
+      Type.Union([Type.Literal(0), Type.Literal(400)], {
+        description: '0 for delivered and accepted, 400 for every other drStatuscode',
+      }),
+    ),
     drStatuscode: Type.Optional(enumOf(DR_STATUSCODES)),
-    drErrcode: Type.Optional(enumOf(Object.keys(DR_ERRCODES))),
-    drTime: Type.Optional(Type.String({ description: 'yyyy-MM-dd HH:mm:ss.SSS, UTC' })),
+    drErrcode: Type.Optional(enumOf(Object.keys(DR_ERRCODES), 'Operator error code; "0" is normal')),
+    drTime: Type.Optional(
+      Type.String({ description: 'yyyy-MM-dd HH:mm:ss.SSS, UTC', examples: ['2026-11-22 09:41:00.000'] }),
+    ),
   },
   {
+    $id: 'DlrItem',
     description:
-      'Receipt fields (drStatus, drStatuscode, drErrcode, drTime) appear once a receipt is recorded',
+      'One SMS recipient of a message. The receipt fields (drStatus, drStatuscode, drErrcode, drTime) appear ' +
+      'once a receipt is recorded.',
   },
 );
 
-export const DlrFailureSchema = Type.Object({
-  code: Type.Integer({ description: '2, 3, 4, 5, 9, 11, 20 (spec §7) or 429' }),
-  descr: Type.String(),
-});
+export const DlrFailureSchema = Type.Object(
+  {
+    code: Type.Integer({ description: '2, 3, 4, 5, 9, 11, 20 (the spec) or 429 (rate limited, locked out)' }),
+    descr: Type.String({ examples: ['Invalid credentials'] }),
+  },
+  { $id: 'DlrFailure', description: 'A failed status query, in the spec’s shape' },
+);
+
+export const ItemErrorSchema = Type.Object(
+  {
+    index: Type.Integer({ minimum: 0, description: '0-based position of the item in the batch' }),
+    detail: Type.String({ description: 'What is wrong with it, for a person' }),
+    param: Type.Optional(
+      Type.String({ description: 'The field of the item at fault, when it is one (sms.network)' }),
+    ),
+  },
+  { $id: 'ItemError', description: 'A bad item of an operator batch' },
+);
 
 export const ProblemSchema = Type.Object(
   {
-    type: Type.String(),
-    title: Type.String(),
-    status: Type.Integer(),
-    detail: Type.String(),
-    code: Type.String({ description: 'Stable slug, see docs/errors.md' }),
-    requestId: Type.String(),
+    type: Type.String({ description: 'Always about:blank: `code` tells problems apart' }),
+    title: Type.String({ description: 'The HTTP reason phrase', examples: ['Bad Request'] }),
+    status: Type.Integer({ description: 'The HTTP status' }),
+    detail: Type.String({ description: 'What was wrong, for a person; the wording may change' }),
+    code: enumOf(Object.keys(PROBLEMS), 'Stable slug to branch on (docs/errors.md)'),
+    requestId: Type.String({ description: 'The X-Request-Id of the request, also in its log line' }),
+    param: Type.Optional(
+      Type.String({
+        description:
+          'The one query parameter or body field at fault, when there is one: limit, callbackUrl, ipWhitelist[2]',
+      }),
+    ),
+    errors: Type.Optional(
+      Type.Array(ref(ItemErrorSchema), {
+        description: 'A refused operator batch: every bad item (nothing was written)',
+      }),
+    ),
+    successor: Type.Optional(
+      Type.String({ description: 'On 410 Gone: the path that replaces this one', examples: ['/messages'] }),
+    ),
   },
-  { additionalProperties: true, description: 'RFC 9457 problem details' },
+  { $id: 'Problem', description: 'RFC 9457 problem details' },
 );
 
-export const MessageRecordSchema = Type.Object({
-  id: Type.String(),
-  channel: enumOf(CHANNELS),
-  direction: enumOf(DIRECTIONS),
-  contactId: Type.String({ format: 'uuid' }),
-  channelUserId: Type.String(),
-  conversationId: Type.String({ format: 'uuid' }),
-  campaignId: Type.Union([Type.String(), Type.Null()]),
-  text: Type.Union([Type.String(), Type.Null()]),
-  content: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()]),
-  status: enumOf(MESSAGE_STATUSES),
-  createdAt: Timestamp,
-});
+export const MessageRecordSchema = Type.Object(
+  {
+    id: Type.String({ examples: ['demo-sms-0001'] }),
+    channel: enumOf(CHANNELS),
+    direction: enumOf(DIRECTIONS),
+    contactId: Type.String({ format: 'uuid' }),
+    channelUserId: Type.String({ examples: ['447700900123'] }),
+    conversationId: Type.String({ format: 'uuid' }),
+    campaignId: Type.Union([Type.String(), Type.Null()]),
+    text: Type.Union([Type.String(), Type.Null()]),
+    content: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], {
+      description: 'Structured content, as the operator sent it',
+    }),
+    status: enumOf(MESSAGE_STATUSES),
+    createdAt: Timestamp,
+  },
+  {
+    $id: 'MessageRecord',
+    description:
+      'A stored message, identified by (id, channelUserId): an SMS sent to several numbers is one record each',
+  },
+);
 
-export const MessagesEnvelopeSchema = Type.Object({
-  messages: Type.Array(MessageRecordSchema),
-  nextCursor: Type.Union([Type.String(), Type.Null()], {
-    description: 'Fetches the page just older; null on the last',
-  }),
-  hasMore: Type.Boolean(),
-});
+export const MessagesEnvelopeSchema = Type.Object(
+  {
+    messages: Type.Array(ref(MessageRecordSchema), { description: 'Oldest first' }),
+    nextCursor: Type.Union([Type.String(), Type.Null()], {
+      description: 'Fetches the page just older; null on the last',
+    }),
+    hasMore: Type.Boolean(),
+  },
+  { $id: 'MessagesEnvelope', description: 'A page of messages' },
+);
 
-export const problemResponses = (...statuses: number[]) =>
-  Object.fromEntries(statuses.map((s) => [s, { ...ProblemSchema, description: 'Problem details' }]));
+export const ReceiptEventSchema = Type.Object(
+  {
+    id: Type.String({
+      description: 'evt_ + ULID; the webhook-id of its callback',
+      examples: ['evt_01JD0000000000000000000000'],
+    }),
+    recordedAt: Timestamp,
+    receipt: ref(DlrItemSchema),
+  },
+  { $id: 'ReceiptEvent', description: 'An applied receipt, with the recipient’s state right after it' },
+);
+
+export const ReceiptFeedSchema = Type.Object(
+  {
+    receipts: Type.Array(ref(ReceiptEventSchema), { description: 'Oldest first' }),
+    nextCursor: Type.String({
+      description:
+        'The position after the last event returned (the same position after an empty page): poll with it',
+    }),
+    hasMore: Type.Boolean({ description: 'More events exist right now' }),
+  },
+  { $id: 'ReceiptFeed', description: 'A page of the receipt feed' },
+);
+
+export const HealthSchema = Type.Object(
+  { status: enumOf(['ok', 'unavailable']) },
+  { $id: 'Health', description: 'Liveness or readiness' },
+);
+
+/** The named schemas every configuration serves; the operator API registers its own beside them. */
+export const SHARED_SCHEMAS: readonly NamedSchema[] = [
+  ItemErrorSchema,
+  ProblemSchema,
+  DlrItemSchema,
+  DlrFailureSchema,
+  MessageRecordSchema,
+  MessagesEnvelopeSchema,
+  ReceiptEventSchema,
+  ReceiptFeedSchema,
+  HealthSchema,
+];
+
+/** Response headers, each documented once. */
+const HEADERS = {
+  'X-Request-Id': {
+    type: 'string',
+    description: 'The caller’s own X-Request-Id when it was sane, else a fresh one; also in the log line',
+  },
+  RateLimit: {
+    type: 'string',
+    description:
+      'Tokens left and seconds to the next one (IETF draft), on authenticated answers while rate limiting is on',
+    examples: ['"burst";r=99;t=1'],
+  },
+  'RateLimit-Policy': {
+    type: 'string',
+    description: 'The per-account token bucket (IETF draft)',
+    examples: ['"burst";q=100;w=2'],
+  },
+  'Retry-After': { type: 'integer', description: 'Seconds to wait before trying again' },
+  Deprecation: {
+    type: 'string',
+    description: 'RFC 9745: when this endpoint was deprecated (@ Unix seconds)',
+    examples: ['@1767225600'],
+  },
+  Sunset: {
+    type: 'string',
+    description: 'RFC 8594: when this endpoint turns 410 Gone (HTTP date)',
+    examples: ['Fri, 01 Jan 2027 00:00:00 GMT'],
+  },
+  Link: {
+    type: 'string',
+    description: 'The successor of this endpoint with the same query, minus credentials',
+    examples: ['</messages?messageIds=m-1>; rel="successor-version"'],
+  },
+  'WWW-Authenticate': { type: 'string', description: 'The scheme to authenticate with' },
+  Allow: { type: 'string', description: 'The methods this path serves', examples: ['GET, HEAD'] },
+} as const;
+export type HeaderName = keyof typeof HEADERS;
+
+const headers = (names: readonly HeaderName[]) =>
+  Object.fromEntries([...new Set(['X-Request-Id' as const, ...names])].map((name) => [name, HEADERS[name]]));
+
+/**
+ * A documented response (its description, headers and schema per media type), in the form Fastify compiles
+ * a serializer from per content type and @fastify/swagger documents as is.
+ */
+export function response(
+  description: string,
+  schema: TSchema,
+  options: { headers?: readonly HeaderName[]; mediaType?: string } = {},
+) {
+  return {
+    description,
+    headers: headers(options.headers ?? []),
+    content: { [options.mediaType ?? 'application/json']: { schema } },
+  };
+}
+
+/** What each problem status means, wherever it is answered. */
+const PROBLEM_RESPONSES: Record<number, { description: string; headers?: readonly HeaderName[] }> = {
+  400: {
+    description:
+      'invalid_request: a parameter or the body is malformed; `param` names the one at fault, batch errors list every bad item',
+  },
+  401: {
+    description: 'unauthorized: missing, malformed or wrong credentials',
+    headers: ['WWW-Authenticate'],
+  },
+  403: { description: 'ip_not_allowed: the caller’s IP is not on the account’s whitelist' },
+  404: { description: 'not_found: no such account, or no such delivery of it' },
+  405: {
+    description:
+      'method_not_allowed: the path does not serve the method that was used; Allow lists those it does',
+    headers: ['Allow'],
+  },
+  409: { description: 'conflict: a newer event of the same recipient supersedes this delivery' },
+  410: { description: 'gone: the endpoint was removed at its sunset; `successor` names /messages' },
+  413: { description: 'payload_too_large: the body is larger than 5 MiB' },
+  414: { description: 'uri_too_long: the request line is longer than 8 KiB' },
+  415: { description: 'unsupported_media_type: the body is not sent as application/json' },
+  429: {
+    description:
+      'locked_out (too many failed secrets for this key) or rate_limited (over the account’s request rate)',
+    headers: ['Retry-After', 'RateLimit', 'RateLimit-Policy'],
+  },
+  500: { description: 'internal: an unexpected fault; the log has it under the request id' },
+  503: {
+    description: 'unavailable: the database cannot be reached; retry shortly',
+    headers: ['Retry-After'],
+  },
+};
+
+/** Problem responses (`application/problem+json`) of these statuses, each with the headers it carries. */
+export function problemResponses(
+  statuses: readonly number[],
+  options: { headers?: readonly HeaderName[] } = {},
+) {
+  return Object.fromEntries(
+    statuses.map((status) => {
+      const known = PROBLEM_RESPONSES[status];
+      if (!known) throw new Error(`no problem response is described for HTTP ${status}`);
+      return [
+        status,
+        response(known.description, ref(ProblemSchema), {
+          headers: [...(known.headers ?? []), ...(options.headers ?? [])],
+          mediaType: 'application/problem+json',
+        }),
+      ];
+    }),
+  );
+}
+
+/**
+ * Security requirements by kind of endpoint. The spec's `key`/`secret` query parameters are two API keys used
+ * together (`queryKey` and `querySecret`); the contact-message endpoints prefer HTTP Basic and accept them too.
+ */
+export const SECURITY = {
+  dlr: [{ queryKey: [], querySecret: [] }],
+  query: [{ basic: [] }, { queryKey: [], querySecret: [] }],
+  admin: [{ adminToken: [] }],
+  none: [],
+};
+
+/** Every path answers these whatever its operation: another method (405), an overlong request line (414). */
+export const PROTOCOL_STATUSES = [405, 414] as const;
+
+/** The problems of an operator API operation, plus `statuses` (401 for a missing or wrong admin token). */
+export const adminProblems = (statuses: readonly number[]) =>
+  problemResponses([...statuses, 401, 500, 503, ...PROTOCOL_STATUSES]);
+
+/** The problems of an operator API body: malformed (400), over 5 MiB (413), not JSON (415). */
+export const BODY_STATUSES = [400, 413, 415] as const;
+
+/** The headers of an answer given after the credentials were accepted (a token was taken). */
+export const RATE_LIMIT_HEADERS: readonly HeaderName[] = ['RateLimit', 'RateLimit-Policy'];
+
+/**
+ * The problems of the contact-message endpoints and the feed, plus `statuses`, each with `headers`; those
+ * that can come after authentication carry the rate-limit headers too.
+ */
+export const queryProblems = (statuses: readonly number[], headers: readonly HeaderName[] = []) => ({
+  ...problemResponses([401, 403, ...statuses, ...PROTOCOL_STATUSES], { headers }),
+  ...problemResponses([400, 429, 500, 503], { headers: [...headers, ...RATE_LIMIT_HEADERS] }),
+});

@@ -6,6 +6,7 @@ import { ADMIN_TOKEN, basic, START, useHarness } from '../support/http.js';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ACCOUNT_FIELDS = [
   'balance',
+  'callbackEnabled',
   'callbackUrl',
   'createdAt',
   'creditLimit',
@@ -123,6 +124,7 @@ describe.each(engines())('$name operator API: accounts', (engine) => {
           balance: 0,
           creditLimit: 0,
           callbackUrl: null,
+          callbackEnabled: true,
           createdAt: new Date(START + 123).toISOString(),
         });
         expect(body.createdAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);

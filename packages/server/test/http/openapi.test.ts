@@ -13,13 +13,17 @@ interface OpenApiDocument {
   openapi: string;
   info: { title: string; version: string };
   paths: Record<string, Record<string, Operation>>;
-  components?: { securitySchemes?: Record<string, { type: string; scheme: string }> };
+  components?: {
+    securitySchemes?: Record<string, { type: string; scheme?: string; in?: string; name?: string }>;
+  };
 }
 
 const PUBLIC: [string, string][] = [
   ['get', '/dlr'],
   ['get', '/api/v1/contacts/messages'],
   ['get', '/messages'],
+  ['get', '/receipts'],
+  ['get', '/metrics'],
   ['get', '/healthz'],
   ['get', '/readyz'],
 ];
@@ -30,6 +34,11 @@ const OPERATOR: [string, string][] = [
   ['post', '/admin/v1/accounts/{id}/secret'],
   ['post', '/admin/v1/accounts/{id}/messages'],
   ['post', '/admin/v1/accounts/{id}/receipts'],
+  ['post', '/admin/v1/accounts/{id}/callback-secret'],
+  ['get', '/admin/v1/accounts/{id}/deliveries'],
+  ['get', '/admin/v1/accounts/{id}/deliveries/{deliveryId}'],
+  ['post', '/admin/v1/accounts/{id}/deliveries/{deliveryId}/redeliver'],
+  ['post', '/admin/v1/accounts/{id}/deliveries/redeliver'],
 ];
 const QUERY_PARAMETERS = ['messageIds', 'channel', 'channelUserId', 'contactId', 'size', 'cursor'];
 
@@ -79,15 +88,27 @@ describe.each(engines())('$name GET /openapi.json', (engine) => {
       expect(names('/api/v1/contacts/messages')).toEqual(expect.arrayContaining(QUERY_PARAMETERS));
       expect(names('/api/v1/contacts/messages')).not.toContain('campaignId');
       expect(names('/messages')).toEqual(expect.arrayContaining([...QUERY_PARAMETERS, 'campaignId']));
-      expect(names('/dlr')).toEqual(expect.arrayContaining(['key', 'secret', 'messageid']));
+      // /dlr's key and secret are its security scheme (two API keys in the query), not plain parameters.
+      expect(names('/dlr')).toStrictEqual(['messageid']);
     });
 
     it('declares HTTP Basic on the message endpoints and the bearer token on the operator API', async () => {
       const doc = await load();
-      expect(doc.components?.securitySchemes?.basic).toMatchObject({ type: 'http', scheme: 'basic' });
-      expect(doc.components?.securitySchemes?.adminToken).toMatchObject({ type: 'http', scheme: 'bearer' });
-      expect(doc.paths['/api/v1/contacts/messages']?.get?.security).toStrictEqual([{ basic: [] }]);
-      expect(doc.paths['/messages']?.get?.security).toStrictEqual([{ basic: [] }]);
+      const schemes = doc.components?.securitySchemes;
+      expect(schemes?.basic).toMatchObject({ type: 'http', scheme: 'basic' });
+      expect(schemes?.adminToken).toMatchObject({ type: 'http', scheme: 'bearer' });
+      expect(schemes?.queryKey).toStrictEqual(
+        expect.objectContaining({ type: 'apiKey', in: 'query', name: 'key' }),
+      );
+      expect(schemes?.querySecret).toStrictEqual(
+        expect.objectContaining({ type: 'apiKey', in: 'query', name: 'secret' }),
+      );
+      // Basic, or the key and secret query parameters together (Basic wins when both are given).
+      const basicOrQuery = [{ basic: [] }, { queryKey: [], querySecret: [] }];
+      expect(doc.paths['/api/v1/contacts/messages']?.get?.security).toStrictEqual(basicOrQuery);
+      expect(doc.paths['/messages']?.get?.security).toStrictEqual(basicOrQuery);
+      expect(doc.paths['/receipts']?.get?.security).toStrictEqual(basicOrQuery);
+      expect(doc.paths['/dlr']?.get?.security).toStrictEqual([{ queryKey: [], querySecret: [] }]);
       for (const [method, path] of OPERATOR) {
         expect(doc.paths[path]?.[method]?.security, `${method} ${path}`).toStrictEqual([{ adminToken: [] }]);
       }

@@ -1,0 +1,79 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { Store } from './store/store.js';
+
+/**
+ * The service's Prometheus metrics (CONTRACT §11), one registry per app so that tests and several apps in a
+ * process never share counters. Labels hold route patterns and fixed vocabularies only: never an id, a key or
+ * a secret.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly httpRequests = new Counter({
+    name: 'waybill_http_requests_total',
+    help: 'HTTP requests answered, by route pattern, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  readonly httpDuration = new Histogram({
+    name: 'waybill_http_request_duration_seconds',
+    help: 'Time to answer an HTTP request, by route pattern',
+    labelNames: ['route'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  readonly ingestItems = new Counter({
+    name: 'waybill_ingest_items_total',
+    help: 'Ingested items, by kind (messages, receipts) and outcome (accepted, applied, ignored, unknown, rejected)',
+    labelNames: ['kind', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly receiptEvents = new Counter({
+    name: 'waybill_receipt_events_total',
+    help: 'Receipt events recorded (applied receipts, parked ones included once they apply)',
+    registers: [this.registry],
+  });
+
+  readonly callbackAttempts = new Counter({
+    name: 'waybill_callback_attempts_total',
+    help: 'Callback attempts made by this process, by outcome (delivered, failed, dead, gone)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly callbackQueue = new Gauge({
+    name: 'waybill_callback_queue',
+    help: 'Callback deliveries waiting (pending) or given up (dead), in the whole database',
+    labelNames: ['state'] as const,
+    registers: [this.registry],
+  });
+
+  readonly parkedReceipts = new Gauge({
+    name: 'waybill_parked_receipts',
+    help: 'Receipts parked until their message arrives, in the whole database',
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /**
+   * The exposition text. The queue gauges are the database's state (the same on every instance), read once per
+   * scrape; when the database does not answer they keep their last value and the scrape still succeeds.
+   */
+  async scrape(store: Store): Promise<string> {
+    try {
+      const stats = await store.outboxStats();
+      this.callbackQueue.set({ state: 'pending' }, stats.pending);
+      this.callbackQueue.set({ state: 'dead' }, stats.dead);
+      this.parkedReceipts.set(stats.parked);
+    } catch {
+      // Reported by /readyz and the 503s; metrics stay available.
+    }
+    return this.registry.metrics();
+  }
+}

@@ -1,0 +1,293 @@
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import type { AppContext } from '../context.js';
+import { decodeSeqCursor, encodeSeqCursor } from '../domain/cursor.js';
+import { type AttemptRecord, DELIVERY_STATES, type Delivery } from '../domain/deliveries.js';
+import { ApiError } from '../domain/errors.js';
+import { EVENT_ID } from '../domain/events.js';
+import {
+  DEFAULT_DELIVERY_LIMIT,
+  MAX_DELIVERY_LIMIT,
+  parseDeliveriesQuery,
+  type RawQuery,
+} from '../domain/query-params.js';
+import { rotateCallbackSecret } from '../operations/accounts.js';
+import { methodNotAllowed } from '../plugins/protocol.js';
+import { AccountWithCallbackSecretSchema, accountOr404, accountWire, IdParams } from './admin-accounts.js';
+import {
+  adminProblems,
+  BODY_STATUSES,
+  DlrItemSchema,
+  enumOf,
+  type NamedSchema,
+  ref,
+  response,
+  SECURITY,
+  Timestamp,
+} from './schemas.js';
+import { describedOnly } from './validation.js';
+
+const AttemptSchema = Type.Object(
+  {
+    at: Timestamp,
+    httpStatus: Type.Union([Type.Integer(), Type.Null()], { description: 'Null when no answer came' }),
+    error: Type.Union([Type.String(), Type.Null()], { description: 'Null on success' }),
+    durationMs: Type.Integer(),
+  },
+  { $id: 'DeliveryAttempt', description: 'One attempt to deliver a callback' },
+);
+
+const DeliverySchema = Type.Object(
+  {
+    id: Type.String({ description: 'The event id (one delivery per event), sent as webhook-id' }),
+    eventId: Type.String(),
+    messageId: Type.String(),
+    to: Type.String(),
+    state: enumOf(DELIVERY_STATES),
+    attempts: Type.Integer(),
+    createdAt: Timestamp,
+    nextAttemptAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+      description: 'Null unless pending',
+    }),
+    lastAttempt: Type.Union([ref(AttemptSchema), Type.Null()]),
+    payload: ref(DlrItemSchema),
+  },
+  { $id: 'Delivery', description: 'The callback delivery of one receipt event' },
+);
+
+const DeliveryDetailSchema = Type.Object(
+  { ...DeliverySchema.properties, attemptLog: Type.Array(ref(AttemptSchema), { description: 'In order' }) },
+  { $id: 'DeliveryDetail', description: 'A delivery with every attempt' },
+);
+
+const DeliveryPageSchema = Type.Object(
+  {
+    deliveries: Type.Array(ref(DeliverySchema), { description: 'Newest first' }),
+    nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Fetches the older ones' }),
+    hasMore: Type.Boolean(),
+  },
+  { $id: 'DeliveryPage', description: 'A page of deliveries' },
+);
+
+const RedeliveredSchema = Type.Object(
+  { redelivered: Type.Integer({ description: 'Dead deliveries made pending again' }) },
+  { $id: 'Redelivered' },
+);
+
+/** The named schemas of the delivery routes, registered in the operator API's scope. */
+export const DELIVERY_SCHEMAS: readonly NamedSchema[] = [
+  AttemptSchema,
+  DeliverySchema,
+  DeliveryDetailSchema,
+  DeliveryPageSchema,
+  RedeliveredSchema,
+];
+
+const attemptWire = (a: AttemptRecord) => ({
+  ...a,
+  at: a.at.toISOString(),
+  durationMs: Math.round(a.durationMs),
+});
+
+const deliveryWire = (d: Delivery) => ({
+  id: d.id,
+  eventId: d.eventId,
+  messageId: d.messageId,
+  to: d.to,
+  state: d.state,
+  attempts: d.attempts,
+  createdAt: d.createdAt.toISOString(),
+  nextAttemptAt: d.nextAttemptAt?.toISOString() ?? null,
+  lastAttempt: d.lastAttempt ? attemptWire(d.lastAttempt) : null,
+  payload: d.payload,
+});
+
+const DeliveryParams = Type.Object({
+  ...IdParams.properties,
+  deliveryId: Type.String({
+    description: 'Delivery (event) id',
+    examples: ['evt_01JD0000000000000000000000'],
+  }),
+});
+
+/** Ids that are not event ids name no delivery; they never reach the store (nor echo back). */
+const noDelivery = () => new ApiError('not_found', 'no such delivery in this account');
+
+/** Callback secret rotation and the delivery outbox of an account (CONTRACT §9, operator side). */
+export async function adminCallbackRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  const tags = ['operator'];
+  const security = SECURITY.admin;
+
+  app.post(
+    '/accounts/:id/callback-secret',
+    {
+      schema: {
+        operationId: 'rotateCallbackSecret',
+        summary: 'Rotate the callback secret; the previous one keeps signing beside it for the grace period',
+        tags,
+        security,
+        params: IdParams,
+        response: {
+          200: response('The account with its new callback secret', ref(AccountWithCallbackSecretSchema)),
+          ...adminProblems([404, 413, 415]),
+        },
+      },
+    },
+    async (request) => {
+      const { id } = await accountOr404(ctx, (request.params as { id: string }).id);
+      const now = ctx.now();
+      const rotated = await rotateCallbackSecret(
+        ctx.store,
+        ctx.pepper,
+        id,
+        now,
+        ctx.config.callbackSecretGraceSeconds,
+      );
+      if (!rotated) throw new ApiError('not_found', `no account ${id}`);
+      return { ...accountWire(rotated.account), callbackSecret: rotated.callbackSecret };
+    },
+  );
+  methodNotAllowed(app, '/accounts/:id/callback-secret', ['POST']);
+
+  app.get(
+    '/accounts/:id/deliveries',
+    {
+      validatorCompiler: describedOnly,
+      schema: {
+        operationId: 'listDeliveries',
+        summary: 'Callback deliveries of the account, newest first',
+        tags,
+        security,
+        params: IdParams,
+        querystring: Type.Object({
+          state: Type.Optional(enumOf(DELIVERY_STATES, 'Only deliveries in this state')),
+          cursor: Type.Optional(Type.String({ description: 'nextCursor of the previous page' })),
+          limit: Type.Optional(
+            Type.Integer({ minimum: 1, maximum: MAX_DELIVERY_LIMIT, default: DEFAULT_DELIVERY_LIMIT }),
+          ),
+        }),
+        response: {
+          200: response('One page of deliveries, newest first', ref(DeliveryPageSchema)),
+          ...adminProblems([400, 404]),
+        },
+      },
+    },
+    async (request) => {
+      const { id } = await accountOr404(ctx, (request.params as { id: string }).id);
+      const query = parseDeliveriesQuery(request.query as RawQuery);
+      if (!query.ok) throw new ApiError('invalid_request', query.detail, { param: query.param });
+      const binding = ['deliveries', id, query.value.state];
+      const spec: { state?: Delivery['state']; beforeSeq?: number; limit: number } = {
+        limit: query.value.limit + 1,
+      };
+      if (query.value.state !== null) spec.state = query.value.state;
+      if (query.value.cursor !== null) {
+        const before = decodeSeqCursor(ctx.pepper, query.value.cursor, binding);
+        if (before === null)
+          throw new ApiError(
+            'invalid_request',
+            'cursor is not valid for this listing; start again without it',
+            {
+              param: 'cursor',
+            },
+          );
+        spec.beforeSeq = before;
+      }
+      const rows = await ctx.store.listDeliveries(id, spec);
+      const page = rows.slice(0, query.value.limit);
+      const hasMore = rows.length > query.value.limit;
+      const oldest = page.at(-1);
+      return {
+        deliveries: page.map(deliveryWire),
+        nextCursor: hasMore && oldest ? encodeSeqCursor(ctx.pepper, oldest.seq, binding) : null,
+        hasMore,
+      };
+    },
+  );
+  methodNotAllowed(app, '/accounts/:id/deliveries', ['GET']);
+
+  app.get(
+    '/accounts/:id/deliveries/:deliveryId',
+    {
+      schema: {
+        operationId: 'getDelivery',
+        summary: 'One delivery with every attempt',
+        tags,
+        security,
+        params: DeliveryParams,
+        response: { 200: response('The delivery', ref(DeliveryDetailSchema)), ...adminProblems([404]) },
+      },
+    },
+    async (request) => {
+      const params = request.params as { id: string; deliveryId: string };
+      const { id } = await accountOr404(ctx, params.id);
+      const delivery = EVENT_ID.test(params.deliveryId)
+        ? await ctx.store.getDelivery(id, params.deliveryId)
+        : null;
+      if (!delivery) throw noDelivery();
+      return { ...deliveryWire(delivery), attemptLog: delivery.attemptLog.map(attemptWire) };
+    },
+  );
+  methodNotAllowed(app, '/accounts/:id/deliveries/:deliveryId', ['GET']);
+
+  app.post(
+    '/accounts/:id/deliveries/:deliveryId/redeliver',
+    {
+      schema: {
+        operationId: 'redeliverDelivery',
+        summary: 'Send a delivery again: pending with a fresh schedule and the same webhook-id',
+        description:
+          '409 when it is superseded, or a newer event of its recipient exists (sending it would go back in time).',
+        tags,
+        security,
+        params: DeliveryParams,
+        response: {
+          202: response('The delivery, pending again', ref(DeliverySchema)),
+          ...adminProblems([404, 409, 413, 415]),
+        },
+      },
+    },
+    async (request, reply) => {
+      const params = request.params as { id: string; deliveryId: string };
+      const { id } = await accountOr404(ctx, params.id);
+      const result = EVENT_ID.test(params.deliveryId)
+        ? await ctx.store.redeliver(id, params.deliveryId, ctx.now())
+        : null;
+      if (result === null) throw noDelivery();
+      if (result === 'superseded') {
+        throw new ApiError(
+          'conflict',
+          'this delivery is superseded by a newer event of the same recipient, whose delivery carries the current state',
+        );
+      }
+      ctx.deliveriesQueued();
+      return reply.code(202).send(deliveryWire(result));
+    },
+  );
+  methodNotAllowed(app, '/accounts/:id/deliveries/:deliveryId/redeliver', ['POST']);
+
+  app.post(
+    '/accounts/:id/deliveries/redeliver',
+    {
+      schema: {
+        operationId: 'redeliverDeadDeliveries',
+        summary: 'Send every dead delivery of the account again (those not superseded by a newer event)',
+        tags,
+        security,
+        params: IdParams,
+        body: Type.Object({}, { additionalProperties: false, description: 'An empty object' }),
+        response: {
+          202: response('How many dead deliveries are pending again', ref(RedeliveredSchema)),
+          ...adminProblems([...BODY_STATUSES, 404]),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { id } = await accountOr404(ctx, (request.params as { id: string }).id);
+      const redelivered = await ctx.store.redeliverDead(id, ctx.now());
+      if (redelivered > 0) ctx.deliveriesQueued();
+      return reply.code(202).send({ redelivered });
+    },
+  );
+  methodNotAllowed(app, '/accounts/:id/deliveries/redeliver', ['POST']);
+}

@@ -1,0 +1,75 @@
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import type { AppContext } from '../context.js';
+import { decodeSeqCursor, encodeSeqCursor } from '../domain/cursor.js';
+import { ApiError } from '../domain/errors.js';
+import { DEFAULT_FEED_LIMIT, MAX_FEED_LIMIT, parseFeedQuery, type RawQuery } from '../domain/query-params.js';
+import { authenticate, readCredentials } from '../plugins/authenticate.js';
+import { methodNotAllowed } from '../plugins/protocol.js';
+import { queryProblems, RATE_LIMIT_HEADERS, ReceiptFeedSchema, ref, response, SECURITY } from './schemas.js';
+import { describedOnly } from './validation.js';
+
+const feedBinding = (accountId: string) => ['receipts', accountId];
+
+/** `GET /receipts` — every receipt event of the account, oldest first, for reconciliation (CONTRACT §10). */
+export async function receiptsRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  app.get(
+    '/receipts',
+    {
+      validatorCompiler: describedOnly,
+      schema: {
+        operationId: 'listReceipts',
+        summary: 'Receipt events, oldest first: catch up on missed callbacks',
+        description:
+          'Lists every applied receipt of the account as recorded (whether or not a callback is configured), ' +
+          'with no gap and no duplicate across pages. Poll with nextCursor for what comes later.',
+        tags: ['receipts'],
+        security: SECURITY.query,
+        querystring: Type.Object({
+          after: Type.Optional(
+            Type.String({ description: 'nextCursor of the previous page; omit to start at the oldest' }),
+          ),
+          limit: Type.Optional(
+            Type.Integer({ minimum: 1, maximum: MAX_FEED_LIMIT, default: DEFAULT_FEED_LIMIT }),
+          ),
+        }),
+        response: {
+          200: response('One page of events, oldest first', ref(ReceiptFeedSchema), {
+            headers: RATE_LIMIT_HEADERS,
+          }),
+          ...queryProblems([]),
+        },
+      },
+    },
+    async (request, reply) => {
+      const account = await authenticate(ctx, request, reply, readCredentials(request));
+      const query = parseFeedQuery(request.query as RawQuery);
+      if (!query.ok) throw new ApiError('invalid_request', query.detail, { param: query.param });
+      const binding = feedBinding(account.id);
+      let after = 0;
+      if (query.value.after !== null) {
+        const decoded = decodeSeqCursor(ctx.pepper, query.value.after, binding);
+        if (decoded === null) {
+          throw new ApiError(
+            'invalid_request',
+            'after is not a cursor of this feed; start again without it',
+            {
+              param: 'after',
+            },
+          );
+        }
+        after = decoded;
+      }
+      // One more than asked tells whether more exist now, without a second query.
+      const events = await ctx.store.listReceiptEvents(account.id, after, query.value.limit + 1);
+      const page = events.slice(0, query.value.limit);
+      const last = page.at(-1)?.seq ?? after;
+      return {
+        receipts: page.map((e) => ({ id: e.id, recordedAt: e.recordedAt.toISOString(), receipt: e.item })),
+        nextCursor: encodeSeqCursor(ctx.pepper, last, binding),
+        hasMore: events.length > query.value.limit,
+      };
+    },
+  );
+  methodNotAllowed(app, '/receipts', ['GET']);
+}

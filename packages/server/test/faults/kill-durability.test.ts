@@ -1,0 +1,200 @@
+import { randomBytes, randomInt } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import type { Store } from '../../src/store/store.js';
+import { killAll, serve } from '../support/processes.js';
+
+/**
+ * Durability: batches are ingested while the server is killed with SIGKILL at random moments. Every batch the
+ * server acknowledged must be complete afterwards, and every batch in flight at the kill all-or-nothing.
+ * `WAYBILL_TEST_KILL_CYCLES` sets the number of kills (5 by default; 20 for the long run).
+ */
+
+const CYCLES = Number(process.env.WAYBILL_TEST_KILL_CYCLES ?? 5);
+const ADMIN = 'kill-test-admin-token';
+const PEPPER = 'kill-test-pepper-0123456789';
+const BATCH = 100;
+const POSTGRES_URL = process.env.WAYBILL_TEST_POSTGRES_URL ?? '';
+
+interface Batch {
+  kind: 'messages' | 'receipts';
+  ids: string[];
+  acked: boolean;
+}
+
+interface Target {
+  name: string;
+  /** The environment of `waybill serve`, and a store on the same database to check it afterwards. */
+  setup(): Promise<{
+    env: Record<string, string>;
+    open: () => Store;
+    check?: () => void;
+    cleanup: () => Promise<void>;
+  }>;
+}
+
+const targets: Target[] = [
+  {
+    name: 'sqlite',
+    async setup() {
+      const dir = mkdtempSync(join(tmpdir(), 'waybill-kill-'));
+      const path = join(dir, 'waybill.db');
+      return {
+        env: { DATABASE_URL: `sqlite:${path}` },
+        open: () => openSqliteStore({ path, cacheMb: 16 }),
+        check: () => {
+          const db = new Database(path, { readonly: true });
+          try {
+            expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
+          } finally {
+            db.close();
+          }
+        },
+        cleanup: async () => rmSync(dir, { recursive: true, force: true }),
+      };
+    },
+  },
+];
+if (POSTGRES_URL) {
+  targets.push({
+    name: 'postgres',
+    async setup() {
+      const database = `wb_kill_${randomBytes(5).toString('hex')}`;
+      const admin = async (text: string) => {
+        const client = new pg.Client({ connectionString: POSTGRES_URL });
+        await client.connect();
+        try {
+          await client.query(text);
+        } finally {
+          await client.end();
+        }
+      };
+      await admin(`CREATE DATABASE ${database}`);
+      const url = new URL(POSTGRES_URL);
+      url.pathname = `/${database}`;
+      return {
+        env: { DATABASE_URL: url.toString() },
+        open: () => openPostgresStore({ url: url.toString(), poolSize: 2, statementTimeoutMs: 30_000 }),
+        cleanup: () => admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`),
+      };
+    },
+  });
+}
+
+afterAll(() => killAll());
+
+describe.each(targets)('$name: SIGKILL during ingest', (target) => {
+  it(
+    `keeps every acknowledged batch whole and every other one all-or-nothing over ${CYCLES} kills`,
+    async () => {
+      const { env, open, check, cleanup } = await target.setup();
+      const serveEnv = {
+        ...env,
+        WAYBILL_ADMIN_TOKEN: ADMIN,
+        WAYBILL_PEPPER: PEPPER,
+        WAYBILL_ACCESS_LOG: 'off',
+        WAYBILL_CALLBACK_RELAY: 'off',
+      };
+      const batches: Batch[] = [];
+      const delivered: string[] = [];
+      let accountId = '';
+      let counter = 0;
+      try {
+        for (let cycle = 0; cycle < CYCLES; cycle++) {
+          const server = await serve(['--no-demo'], serveEnv);
+          const post = (path: string, body: unknown) =>
+            fetch(`${server.url}/admin/v1${path}`, {
+              method: 'POST',
+              headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+              body: JSON.stringify(body),
+            });
+          if (!accountId) {
+            const res = await post('/accounts', { name: 'kill test' });
+            accountId = ((await res.json()) as { id: string }).id;
+          }
+          let killed = false;
+          const writer = async () => {
+            while (!killed) {
+              // Receipts for messages acknowledged earlier, or a batch of new messages.
+              const receiptIds =
+                delivered.length >= BATCH && randomInt(2) === 0 ? delivered.splice(0, BATCH) : null;
+              const batch: Batch = receiptIds
+                ? { kind: 'receipts', ids: receiptIds, acked: false }
+                : {
+                    kind: 'messages',
+                    ids: Array.from({ length: BATCH }, () => `k-${counter++}`),
+                    acked: false,
+                  };
+              batches.push(batch);
+              const body =
+                batch.kind === 'messages'
+                  ? {
+                      messages: batch.ids.map((id) => ({
+                        id,
+                        channel: 'SMS',
+                        channelUserId: '447700900123',
+                      })),
+                    }
+                  : { receipts: batch.ids.map((messageId) => ({ messageId, drStatuscode: 'delivered' })) };
+              try {
+                const res = await post(`/accounts/${accountId}/${batch.kind}`, body);
+                if (res.status !== 200) throw new Error(`batch answered ${res.status}: ${await res.text()}`);
+                await res.arrayBuffer();
+                batch.acked = true;
+                if (batch.kind === 'messages') delivered.push(...batch.ids);
+              } catch (error) {
+                if (!killed) throw error;
+                return;
+              }
+            }
+          };
+          const writers = [writer(), writer()];
+          await new Promise((resolve) => setTimeout(resolve, 300 + randomInt(1200)));
+          killed = true;
+          killAll();
+          await Promise.all(writers);
+        }
+
+        const store = open();
+        try {
+          let acked = 0;
+          let torn = 0;
+          for (const batch of batches) {
+            const found = await store.findMessagesByIds(
+              accountId,
+              batch.ids.slice(0, 20).concat(batch.ids.slice(-20)),
+            );
+            const present = (r: (typeof found)[number]) =>
+              batch.kind === 'messages' ? true : r.sms?.receipt?.drStatuscode === 'delivered';
+            // Sampled from both ends of the batch: all there, or (unacknowledged only) none.
+            const count = found.filter(present).length;
+            if (batch.acked) {
+              acked++;
+              expect(count, `acknowledged ${batch.kind} batch incomplete`).toBe(40);
+            } else if (count !== 0 && count !== 40) {
+              torn++;
+            }
+          }
+          expect(torn).toBe(0);
+          expect(acked).toBeGreaterThan(CYCLES);
+          console.log(
+            `${target.name}: ${CYCLES} kills, ${batches.length} batches, ${acked} acknowledged, 0 lost, 0 torn`,
+          );
+        } finally {
+          await store.close();
+        }
+        check?.();
+      } finally {
+        killAll();
+        await cleanup();
+      }
+    },
+    60_000 + CYCLES * 10_000,
+  );
+});

@@ -1,0 +1,105 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import type { FastifyInstance } from 'fastify';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import type { Store } from '../../src/store/store.js';
+import { ADMIN_TOKEN, PEPPER } from '../support/http.js';
+
+/**
+ * Another process holds SQLite's write lock (`BEGIN EXCLUSIVE`, as a second worker, `waybill prune` or a
+ * backup might): writes wait for it without blocking the event loop, give up with 503 at the deadline, and
+ * succeed again once the lock is gone.
+ */
+describe('SQLite locked by another connection', () => {
+  const TIMEOUT_MS = 800;
+  let dir: string;
+  let store: Store;
+  let app: FastifyInstance;
+  let other: Database.Database;
+  const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'waybill-locked-'));
+    const path = join(dir, 'waybill.db');
+    store = openSqliteStore({ path, cacheMb: 8, timeoutMs: TIMEOUT_MS });
+    const config = loadConfig({
+      WAYBILL_ADMIN_TOKEN: ADMIN_TOKEN,
+      WAYBILL_LOG_LEVEL: 'silent',
+      WAYBILL_DB_TIMEOUT_MS: String(TIMEOUT_MS),
+    });
+    app = await buildApp({ config, store, pepper: PEPPER });
+    other = new Database(path);
+  });
+  afterEach(async () => {
+    if (other.inTransaction) other.exec('ROLLBACK');
+    other.close();
+    await app.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const ingest = (accountId: string, id: string) =>
+    app.inject({
+      method: 'POST',
+      url: `/admin/v1/accounts/${accountId}/messages`,
+      headers: admin,
+      payload: { messages: [{ id, channel: 'SMS', channelUserId: '447700900123' }] },
+    });
+
+  it('answers writes 503 at the deadline, keeps /healthz and reads fast meanwhile, and recovers', async () => {
+    const created = await app.inject({
+      method: 'POST',
+      url: '/admin/v1/accounts',
+      headers: admin,
+      payload: { name: 'A' },
+    });
+    const account = created.json() as { id: string; key: string; secret: string };
+    expect((await ingest(account.id, 'before')).statusCode).toBe(200);
+
+    other.exec('BEGIN EXCLUSIVE');
+    const started = Date.now();
+    const blocked = ingest(account.id, 'during');
+    // While the write waits, the event loop serves other requests at once.
+    const health = Date.now();
+    const healthz = await app.inject('/healthz');
+    const healthMs = Date.now() - health;
+    expect(healthz.statusCode).toBe(200);
+    expect(healthMs).toBeLessThan(TIMEOUT_MS / 2);
+    const read = await app.inject(`/dlr?key=${account.key}&secret=${account.secret}&messageid=before`);
+    expect(read.statusCode).toBe(200);
+    expect((read.json() as unknown[]).length).toBe(1);
+
+    const res = await blocked;
+    const waited = Date.now() - started;
+    expect(res.statusCode).toBe(503);
+    expect(res.headers['retry-after']).toBe('5');
+    expect(res.json()).toMatchObject({ code: 'unavailable', status: 503 });
+    expect(res.body).not.toMatch(/SQLITE|sqlite|\.db/);
+    expect(waited).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
+    expect(waited).toBeLessThan(TIMEOUT_MS + 1500);
+
+    other.exec('ROLLBACK');
+    expect((await ingest(account.id, 'after')).statusCode).toBe(200);
+    const after = await app.inject(`/dlr?key=${account.key}&secret=${account.secret}&messageid=after`);
+    expect((after.json() as unknown[]).length).toBe(1);
+  });
+
+  it('lets a write through as soon as the lock goes, within the deadline', async () => {
+    const created = await app.inject({
+      method: 'POST',
+      url: '/admin/v1/accounts',
+      headers: admin,
+      payload: { name: 'A' },
+    });
+    const { id } = created.json() as { id: string };
+    other.exec('BEGIN EXCLUSIVE');
+    const pending = ingest(id, 'queued');
+    setTimeout(() => other.exec('ROLLBACK'), TIMEOUT_MS / 3);
+    expect((await pending).statusCode).toBe(200);
+  });
+});

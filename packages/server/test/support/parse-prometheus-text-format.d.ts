@@ -1,0 +1,17 @@
+/** The parser has no types of its own; this is the shape its README documents. */
+declare module 'parse-prometheus-text-format' {
+  interface Sample {
+    labels?: Record<string, string>;
+    value?: string;
+    buckets?: Record<string, string>;
+    count?: string;
+    sum?: string;
+  }
+  interface Family {
+    name: string;
+    help: string;
+    type: string;
+    metrics: Sample[];
+  }
+  export default function parsePrometheusTextFormat(text: string): Family[];
+}
