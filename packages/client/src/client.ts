@@ -3,6 +3,7 @@ import { readEnv } from './internal/env.js';
 import { defaultSleep, type FetchFunction, type SleepFunction, Transport } from './internal/transport.js';
 import { Dlr } from './resources/dlr.js';
 import { Messages } from './resources/messages.js';
+import { Receipts } from './resources/receipts.js';
 import type { WaybillWarning } from './types.js';
 
 export type { FetchFunction, SleepFunction } from './internal/transport.js';
@@ -28,7 +29,10 @@ export interface WaybillClientOptions {
   maxRetries?: number | undefined;
   /** Receives warnings (e.g. the fallback to the deprecated endpoint); the SDK never logs. @default ignore */
   onWarning?: ((warning: WaybillWarning) => void) | undefined;
-  /** Waits between retries; replace it in tests to retry without waiting. @default setTimeout-based */
+  /**
+   * Waits between retries and between the polls of `receipts.follow()`; replace it in tests to go on
+   * without waiting. @default setTimeout-based
+   */
   sleep?: SleepFunction | undefined;
 }
 
@@ -46,6 +50,9 @@ export interface WaybillClientOptions {
  * for await (const m of client.messages.history({ channel: 'SMS', channelUserId: '447700900123' })) {
  *   console.log(m.createdAt, m.text);
  * }
+ * for await (const event of client.receipts.list({ after: savedCursor })) {
+ *   console.log(event.id, event.receipt.to, event.receipt.drStatuscode);
+ * }
  * ```
  */
 export class WaybillClient {
@@ -55,6 +62,8 @@ export class WaybillClient {
   readonly dlr: Dlr;
   /** Stored messages: `GET /messages`. */
   readonly messages: Messages;
+  /** The receipt feed: `GET /receipts`. */
+  readonly receipts: Receipts;
 
   constructor(options: WaybillClientOptions = {}) {
     const baseUrl = options.baseUrl ?? readEnv('WAYBILL_URL');
@@ -87,5 +96,6 @@ export class WaybillClient {
     const onWarning = options.onWarning ?? (() => {});
     this.dlr = new Dlr(transport);
     this.messages = new Messages(transport, onWarning);
+    this.receipts = new Receipts(transport, transport.sleep);
   }
 }

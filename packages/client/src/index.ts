@@ -46,7 +46,7 @@ export {
   WebhookVerificationError,
   type WebhookVerificationFailure,
 } from './errors.js';
-export { MessagePager } from './pagination.js';
+export { MessagePager, ReceiptFollower, ReceiptPager } from './pagination.js';
 export { DR_ERRCODES, describeErrcode, hasReceipt, isDelivered, parseDrTime } from './receipts.js';
 export { Dlr } from './resources/dlr.js';
 export {
@@ -57,8 +57,16 @@ export {
   Messages,
   type PageOptions,
 } from './resources/messages.js';
+export {
+  DEFAULT_FOLLOW_INTERVAL_MS,
+  MAX_RECEIPTS_PER_PAGE,
+  type ReceiptFollowParams,
+  type ReceiptListParams,
+  Receipts,
+} from './resources/receipts.js';
 export type {
   Channel,
+  DeliveredDlrItem,
   Direction,
   DlrItem,
   DlrItemBase,
@@ -70,6 +78,8 @@ export type {
   MessagePage,
   MessageRecord,
   MessageStatus,
+  ReceiptEvent,
+  ReceiptPage,
   RequestOptions,
   SendStatus,
   WaybillWarning,

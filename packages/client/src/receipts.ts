@@ -1,4 +1,4 @@
-import type { DlrItem, DlrItemWithReceipt, DrErrcode } from './types.js';
+import type { DeliveredDlrItem, DlrItem, DlrItemWithReceipt, DrErrcode } from './types.js';
 
 /** Operator error codes and their meaning (spec §2.1). */
 export const DR_ERRCODES: Readonly<Record<DrErrcode, string>> = {
@@ -49,15 +49,20 @@ export function hasReceipt(item: DlrItem): item is DlrItemWithReceipt {
 
 /**
  * True when the operator reported the SMS delivered to the handset (`drStatuscode` `delivered`).
- * `accepted` (taken by the operator, not yet delivered) is not delivered.
+ * `accepted` (taken by the operator, not yet delivered) is not delivered. It narrows to
+ * {@link DeliveredDlrItem}; when false, the item may still have a receipt (check with `hasReceipt`).
  *
  * @example
  * ```ts
- * const items = await client.dlr.get('m-1');
- * const delivered = items.filter(isDelivered).map((item) => item.to);
+ * for (const item of await client.dlr.get('demo-sms-multi')) {
+ *   if (isDelivered(item)) console.log(item.to, 'delivered at', item.drTimeDate.toISOString());
+ *   else if (hasReceipt(item)) console.log(item.to, item.drStatuscode, item.drErrcode);
+ *   else console.log(item.to, 'no receipt yet');
+ * }
+ * const delivered = (await client.dlr.get('demo-sms-multi')).filter(isDelivered).map((item) => item.to);
  * ```
  */
-export function isDelivered(item: DlrItem): item is DlrItemWithReceipt {
+export function isDelivered(item: DlrItem): item is DeliveredDlrItem {
   return item.drStatuscode === 'delivered';
 }
 

@@ -66,6 +66,12 @@ export interface DlrItemWithoutReceipt extends DlrItemBase {
  */
 export type DlrItem = DlrItemWithReceipt | DlrItemWithoutReceipt;
 
+/**
+ * A recipient whose receipt says delivered; what `isDelivered` narrows to. Narrower than
+ * `DlrItemWithReceipt`, so an item that is not delivered may still have a receipt (a failed one, say).
+ */
+export type DeliveredDlrItem = DlrItemWithReceipt & { drStatus: 0; drStatuscode: 'delivered' };
+
 /** Status of a message record (CONTRACT §3); inbound messages are `received`. */
 export type MessageStatus = 'pending' | 'sent' | 'delivered' | 'read' | 'failed' | 'received';
 
@@ -97,6 +103,48 @@ export interface MessagePage {
   messages: MessageRecord[];
   /** Fetches the messages just older than this page; `null` when `hasMore` is false. */
   nextCursor: string | null;
+  hasMore: boolean;
+}
+
+/**
+ * One receipt event of the feed (`GET /receipts`): a receipt that was applied, with the recipient's state
+ * right after it.
+ *
+ * @example
+ * ```ts
+ * for await (const event of client.receipts.list()) {
+ *   console.log(event.id, event.recordedAt, event.receipt.messageid, event.receipt.to, event.receipt.drStatuscode);
+ * }
+ * ```
+ */
+export interface ReceiptEvent {
+  /** `evt_` and 26 letters and digits; the same id is the `webhook-id` of the event's callback. */
+  id: string;
+  /** When the service recorded the event: RFC 3339 with milliseconds, UTC (`2026-11-22T10:00:00.123Z`). */
+  recordedAt: string;
+  /** The recipient's `/dlr` item as it stood right after this receipt, normalized like `dlr.get` items. */
+  receipt: DlrItem;
+}
+
+/**
+ * One page of the receipt feed, exactly as the service returned it: events oldest first.
+ *
+ * @example
+ * ```ts
+ * for await (const page of client.receipts.list({ limit: 500 }).pages()) {
+ *   await store(page.receipts);
+ *   await saveCheckpoint(page.nextCursor);
+ * }
+ * ```
+ */
+export interface ReceiptPage {
+  receipts: ReceiptEvent[];
+  /**
+   * The position after the last event of this page (after an empty page, the position asked for): pass it
+   * as `after` to get what comes next. Always a string, so a poller never loses its place.
+   */
+  nextCursor: string;
+  /** Whether more events exist right now; when false, poll `nextCursor` later for new ones. */
   hasMore: boolean;
 }
 

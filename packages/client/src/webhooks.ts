@@ -1,6 +1,7 @@
 import { WaybillError, WebhookVerificationError } from './errors.js';
 import { base64ToBytes } from './internal/base64.js';
 import { normalizeDlrItem } from './internal/normalize.js';
+import { parseDrTime } from './receipts.js';
 import type { DlrItem } from './types.js';
 
 /** Request headers as the web platform (`Headers`) or Node (`IncomingMessage.headers`) hold them. */
@@ -22,7 +23,9 @@ export interface VerifyWebhookOptions {
  * normalized like `client.dlr.get` items. Pass the body exactly as received (before any JSON parsing) and
  * the account's `callbackSecret` (`whsec_…`). Rejects with `WebhookVerificationError` when a header is
  * missing, the timestamp is more than `toleranceSeconds` off, no signature matches, or the body is not a
- * receipt. Uses WebCrypto only (Node 20+, Deno, Bun, browsers, edge runtimes).
+ * receipt item (`invalid_payload`: `type` other than "dlr", an empty `messageid` or `to`, a `status` other than
+ * "1"/"0"/"400", a `price` that is not a finite number, `counts` that is not a whole number, or receipt fields
+ * that do not make a receipt). Uses WebCrypto only (Node 20+, Deno, Bun, browsers, edge runtimes).
  *
  * @example
  * ```ts
@@ -87,9 +90,66 @@ export async function verifyWebhook(
   } catch {
     throw new WebhookVerificationError('invalid_payload', 'The body is not JSON');
   }
-  const item = normalizeDlrItem(parsed);
-  if (!item) throw new WebhookVerificationError('invalid_payload', 'The body is not a delivery receipt item');
+  const problem = receiptProblem(parsed);
+  const item = problem === undefined ? normalizeDlrItem(parsed) : undefined;
+  if (!item) {
+    throw new WebhookVerificationError(
+      'invalid_payload',
+      `The body is not a delivery receipt item: ${problem ?? 'not an object'}`,
+    );
+  }
   return item;
+}
+
+const SEND_STATUSES: readonly string[] = ['1', '0', '400'];
+const DR_STATUSES: readonly unknown[] = [0, 400, '0', '400'];
+const DR_STATUSCODES: readonly string[] = [
+  'delivered',
+  'accepted',
+  'rejected',
+  'failed',
+  'expired',
+  'deleted',
+  'unknown',
+];
+
+/** A string, or a number where the spec lets one stand for it; `undefined` for anything else. */
+const textOf = (value: unknown): string | undefined =>
+  typeof value === 'string'
+    ? value
+    : typeof value === 'number' && Number.isFinite(value)
+      ? String(value)
+      : undefined;
+
+/**
+ * Why a signed body is not a `/dlr` item (CONTRACT §2), or `undefined` when it is one. Strict where a wrong
+ * value would mislead the receiver (a body signed with the right secret can still be something else, a test
+ * ping say); lenient only where the spec lets a string arrive as a JSON number, and about extra fields.
+ */
+function receiptProblem(raw: unknown): string | undefined {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return 'not an object';
+  const item = raw as Record<string, unknown>;
+  if (item.type !== 'dlr') return 'type is not "dlr"';
+  if (!textOf(item.messageid)) return 'messageid is missing or empty';
+  if (!textOf(item.to)) return 'to is missing or empty';
+  if (!SEND_STATUSES.includes(textOf(item.status)?.trim() ?? '')) return 'status is not "1", "0" or "400"';
+  if (typeof item.price !== 'number' || !Number.isFinite(item.price)) return 'price is not a finite number';
+  if (typeof item.counts !== 'number' || !Number.isInteger(item.counts) || item.counts < 0) {
+    return 'counts is not a whole number';
+  }
+  if (item.network !== undefined && item.network !== null && !textOf(item.network))
+    return 'network is not text';
+  const receiptFields = [item.drStatus, item.drStatuscode, item.drErrcode, item.drTime];
+  if (receiptFields.every((v) => v === undefined || v === null)) return undefined;
+  if (!DR_STATUSES.includes(item.drStatus)) return 'drStatus is not 0 or 400';
+  if (!DR_STATUSCODES.includes(textOf(item.drStatuscode) ?? ''))
+    return 'drStatuscode is not a receipt status';
+  if (item.drErrcode !== undefined && item.drErrcode !== null && !textOf(item.drErrcode)) {
+    return 'drErrcode is not a code';
+  }
+  const drTime = textOf(item.drTime);
+  if (drTime === undefined || Number.isNaN(parseDrTime(drTime).getTime())) return 'drTime is not a time';
+  return undefined;
 }
 
 function secretBytes(secret: string): Uint8Array {

@@ -20,6 +20,7 @@ import {
   MissingParametersError,
   QuotaExceededError,
   RateLimitError,
+  type ReceiptEvent,
   UnauthorizedIpError,
   verifyWebhook,
   WaybillClient,
@@ -30,6 +31,7 @@ import {
 const MAIN = fileURLToPath(new URL('../../server/dist/cli/main.js', import.meta.url));
 const CLI_DLR = fileURLToPath(new URL('../../server/dist/cli/dlr.js', import.meta.url));
 const CLI_MESSAGES = fileURLToPath(new URL('../../server/dist/cli/messages.js', import.meta.url));
+const CLI_RECEIPTS = fileURLToPath(new URL('../../server/dist/cli/receipts.js', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const ADMIN_TOKEN = randomBytes(24).toString('hex');
 const BASE_MS = Date.parse('2026-11-01T08:00:00.000Z');
@@ -120,6 +122,31 @@ function countingFetch(options: { withoutMessagesEndpoint?: boolean } = {}) {
     return fetch(input, init);
   };
   return { fetch: fetchFn, paths };
+}
+
+/**
+ * Runs one exported CLI command of the built server in a child process, against the test server; `env`
+ * carries the account's WAYBILL_KEY and WAYBILL_SECRET.
+ */
+async function runCli(file: string, fn: string, args: string[], env: Record<string, string>) {
+  const script = `const m = await import(${JSON.stringify(file)}); process.exitCode = await m.${fn}(process.argv.slice(1));`;
+  try {
+    const { stdout, stderr } = await promisify(execFile)(
+      process.execPath,
+      ['--input-type=module', '-e', script, '--', ...args],
+      {
+        env: {
+          ...process.env,
+          WAYBILL_URL: baseUrl,
+          ...env,
+        },
+      },
+    );
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
 }
 
 const historyIds = Array.from({ length: 45 }, (_, i) => `h-${String(i).padStart(3, '0')}`);
@@ -407,6 +434,193 @@ describe.skipIf(!existsSync(MAIN))('end to end against the real server', () => {
     });
   });
 
+  describe('receipts feed', () => {
+    const FEED_TO = ['447700900301', '447700900302', '447700900303'];
+    let feedAccount: CreatedAccount;
+    let feedClient: WaybillClient;
+
+    beforeAll(async () => {
+      feedAccount = await createAccount();
+      feedClient = clientFor(feedAccount);
+      await admin('POST', `/accounts/${feedAccount.id}/messages`, {
+        messages: FEED_TO.map((to) => ({
+          id: 'feed-1',
+          channel: 'SMS',
+          channelUserId: to,
+          sms: { status: '0' },
+        })),
+      });
+      await admin('POST', `/accounts/${feedAccount.id}/receipts`, {
+        receipts: [
+          {
+            messageId: 'feed-1',
+            to: FEED_TO[0],
+            drStatuscode: 'accepted',
+            drTime: '2026-11-22 10:00:01.000',
+          },
+          {
+            messageId: 'feed-1',
+            to: FEED_TO[1],
+            drStatuscode: 'accepted',
+            drTime: '2026-11-22 10:00:01.000',
+          },
+          {
+            messageId: 'feed-1',
+            to: FEED_TO[0],
+            drStatuscode: 'delivered',
+            drTime: '2026-11-22 10:00:02.000',
+          },
+          // Ignored (a lower rank): no event.
+          {
+            messageId: 'feed-1',
+            to: FEED_TO[0],
+            drStatuscode: 'accepted',
+            drTime: '2026-11-22 10:00:03.000',
+          },
+          {
+            messageId: 'feed-1',
+            to: FEED_TO[1],
+            drStatuscode: 'failed',
+            drErrcode: 3,
+            drTime: '2026-11-22 10:00:04.000',
+          },
+        ],
+      });
+    });
+
+    it('lists every applied receipt oldest first, normalized, and ends with a resumable cursor', async () => {
+      const feed = feedClient.receipts.list();
+      const events: ReceiptEvent[] = [];
+      for await (const event of feed) events.push(event);
+      expect(events.map((e) => [e.receipt.to, e.receipt.drStatuscode])).toEqual([
+        [FEED_TO[0], 'accepted'],
+        [FEED_TO[1], 'accepted'],
+        [FEED_TO[0], 'delivered'],
+        [FEED_TO[1], 'failed'],
+      ]);
+      for (const e of events) {
+        expect(e.id).toMatch(/^evt_[0-9A-Za-z]{26}$/);
+        expect(e.recordedAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+      }
+      expect(new Set(events.map((e) => e.id)).size).toBe(4);
+      const failed = events[3]?.receipt;
+      expect(failed).toMatchObject({
+        type: 'dlr',
+        messageid: 'feed-1',
+        status: '0',
+        drStatus: 400,
+        drErrcode: '3',
+      });
+      expect(failed?.drTimeDate?.toISOString()).toBe('2026-11-22T10:00:04.000Z');
+      expect(typeof feed.nextCursor).toBe('string');
+
+      // Caught up: the cursor gives an empty page that keeps its place.
+      const pages = [];
+      for await (const page of feedClient.receipts.list({ after: feed.nextCursor }).pages()) pages.push(page);
+      expect(pages).toEqual([{ receipts: [], nextCursor: feed.nextCursor, hasMore: false }]);
+    });
+
+    it('pages with limit and resumes from any nextCursor with no gap and no duplicate', async () => {
+      const all = [];
+      for await (const e of feedClient.receipts.list()) all.push(e.id);
+      const pages = [];
+      for await (const page of feedClient.receipts.list({ limit: 3 }).pages()) pages.push(page);
+      expect(pages.map((p) => [p.receipts.length, p.hasMore])).toEqual([
+        [3, true],
+        [1, false],
+      ]);
+      const rest = [];
+      for await (const e of feedClient.receipts.list({ after: pages[0]?.nextCursor })) rest.push(e.id);
+      expect(rest).toEqual(all.slice(3));
+    });
+
+    it('follows: polls after an empty page and yields each new event once, until aborted', async () => {
+      const start = feedClient.receipts.list();
+      for await (const _ of start) {
+        // drain to the end to learn the cursor
+      }
+      const controller = new AbortController();
+      const follower = feedClient.receipts.follow({
+        after: start.nextCursor,
+        intervalMs: 50,
+        signal: controller.signal,
+      });
+      const seen: ReceiptEvent[] = [];
+      const following = (async () => {
+        for await (const e of follower) {
+          seen.push(e);
+          if (seen.length === 2) setTimeout(() => controller.abort(), 200); // room for a wrong extra event
+        }
+      })();
+      await new Promise((resolve) => setTimeout(resolve, 150)); // a few empty polls
+      expect(seen).toEqual([]);
+      await admin('POST', `/accounts/${feedAccount.id}/receipts`, {
+        receipts: [{ messageId: 'feed-1', to: FEED_TO[2], drStatuscode: 'accepted' }],
+      });
+      await admin('POST', `/accounts/${feedAccount.id}/receipts`, {
+        receipts: [
+          { messageId: 'feed-1', to: FEED_TO[2], drStatuscode: 'accepted' }, // ignored: the same rank, no change
+          { messageId: 'feed-1', to: FEED_TO[2], drStatuscode: 'delivered' },
+        ],
+      });
+      await following;
+      expect(seen.map((e) => e.receipt.drStatuscode)).toEqual(['accepted', 'delivered']);
+      expect(seen.every((e) => e.receipt.to === FEED_TO[2])).toBe(true);
+      const after = [];
+      for await (const e of feedClient.receipts.list({ after: follower.nextCursor })) after.push(e);
+      expect(after).toEqual([]);
+    });
+
+    it('maps failures to the error classes', async () => {
+      await expect(
+        clientFor({ key: feedAccount.key, secret: 'WRONGSEC' }).receipts.list().pages().next(),
+      ).rejects.toMatchObject({ constructor: InvalidCredentialsError, problemCode: 'unauthorized' });
+      const { value: page } = await feedClient.receipts.list({ limit: 1 }).pages().next();
+      const forged = `${page?.nextCursor ?? ''}x`;
+      await expect(feedClient.receipts.list({ after: forged }).pages().next()).rejects.toMatchObject({
+        constructor: InvalidParametersError,
+        problemCode: 'invalid_request',
+      });
+      // Another account's cursor is refused too.
+      await expect(client.receipts.list({ after: page?.nextCursor }).pages().next()).rejects.toBeInstanceOf(
+        InvalidParametersError,
+      );
+      await expect(feedClient.receipts.list({ limit: 1001 }).pages().next()).rejects.toBeInstanceOf(
+        InvalidParametersError,
+      );
+    });
+
+    it.skipIf(!existsSync(CLI_RECEIPTS))(
+      'waybill receipts prints the feed and the cursor to resume with',
+      async () => {
+        const env = { WAYBILL_KEY: feedAccount.key, WAYBILL_SECRET: feedAccount.secret };
+        const table = await runCli(CLI_RECEIPTS, 'receiptsCommand', [], env);
+        expect(table.code, table.stderr).toBe(0);
+        expect(table.stdout).toContain('feed-1');
+        expect(table.stdout).toContain('delivered');
+        const cursor = /--after (\S+)/.exec(table.stdout)?.[1];
+        expect(cursor).toBeDefined();
+        const json = await runCli(CLI_RECEIPTS, 'receiptsCommand', ['--json', '--limit', '4'], env);
+        expect(json.code, json.stderr).toBe(0);
+        const lines = json.stdout
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as { receipts: unknown[]; hasMore: boolean; nextCursor: string });
+        const ids: string[] = [];
+        for await (const e of feedClient.receipts.list()) ids.push(e.id);
+        const sizes = Array.from({ length: Math.ceil(ids.length / 4) }, (_, i) =>
+          Math.min(4, ids.length - i * 4),
+        );
+        expect(lines.map((p) => p.receipts.length)).toEqual(sizes);
+        expect(lines.flatMap((p) => (p.receipts as { id: string }[]).map((e) => e.id))).toEqual(ids);
+        expect(lines.at(-1)?.nextCursor).toBe(cursor);
+        const none = await runCli(CLI_RECEIPTS, 'receiptsCommand', ['--after', cursor ?? '', '--json'], env);
+        expect(JSON.parse(none.stdout)).toEqual({ receipts: [], nextCursor: cursor, hasMore: false });
+        expect((await runCli(CLI_RECEIPTS, 'receiptsCommand', ['--after', 'nonsense'], env)).code).toBe(1);
+      },
+    );
+  });
+
   describe('webhooks', () => {
     it('verifies a delivery signed with the account callbackSecret', async () => {
       expect(main.callbackSecret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
@@ -425,28 +639,8 @@ describe.skipIf(!existsSync(MAIN))('end to end against the real server', () => {
   });
 
   describe.skipIf(!existsSync(CLI_DLR) || !existsSync(CLI_MESSAGES))('the CLI client commands', () => {
-    const run = async (file: string, fn: string, args: string[], env: Record<string, string> = {}) => {
-      const script = `const m = await import(${JSON.stringify(file)}); process.exitCode = await m.${fn}(process.argv.slice(1));`;
-      try {
-        const { stdout, stderr } = await promisify(execFile)(
-          process.execPath,
-          ['--input-type=module', '-e', script, '--', ...args],
-          {
-            env: {
-              ...process.env,
-              WAYBILL_URL: baseUrl,
-              WAYBILL_KEY: main.key,
-              WAYBILL_SECRET: main.secret,
-              ...env,
-            },
-          },
-        );
-        return { code: 0, stdout, stderr };
-      } catch (err) {
-        const e = err as { code: number; stdout: string; stderr: string };
-        return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-      }
-    };
+    const run = (file: string, fn: string, args: string[], env: Record<string, string> = {}) =>
+      runCli(file, fn, args, { WAYBILL_KEY: main.key, WAYBILL_SECRET: main.secret, ...env });
 
     it('waybill dlr prints JSON and a table, and maps failures to exit codes', async () => {
       const json = await run(CLI_DLR, 'dlrCommand', ['sms-1', '--json']);
@@ -461,20 +655,27 @@ describe.skipIf(!existsSync(MAIN))('end to end against the real server', () => {
     });
 
     it('waybill messages lists ids and walks history', async () => {
+      // --json prints the API's own envelope: one page, with the cursor to the next one.
+      type Envelope = { messages: MessageRecord[]; nextCursor: string | null; hasMore: boolean };
       const ids = await run(CLI_MESSAGES, 'messagesCommand', ['--ids', 'h-001,h-000', '--json']);
       expect(ids.code).toBe(0);
-      expect((JSON.parse(ids.stdout) as MessageRecord[]).map((m) => m.id)).toEqual(['h-000', 'h-001']);
+      const byIds = JSON.parse(ids.stdout) as Envelope;
+      expect(byIds.messages.map((m) => m.id)).toEqual(['h-000', 'h-001']);
+      expect(byIds).toMatchObject({ nextCursor: null, hasMore: false });
       const history = await run(CLI_MESSAGES, 'messagesCommand', [
         '--channel',
         'sms',
         '--user',
         HISTORY_USER,
-        '--limit',
+        '--size',
         '12',
         '--json',
       ]);
       expect(history.code).toBe(0);
-      expect((JSON.parse(history.stdout) as MessageRecord[]).map((m) => m.id)).toEqual(historyIds.slice(33));
+      const page = JSON.parse(history.stdout) as Envelope;
+      expect(page.messages.map((m) => m.id)).toEqual(historyIds.slice(-12));
+      expect(page.hasMore).toBe(true);
+      expect(page.nextCursor).toEqual(expect.any(String));
       const table = await run(CLI_MESSAGES, 'messagesCommand', ['--channel', 'SMS', '--user', HISTORY_USER]);
       expect(table.stdout).toContain('history 44');
       expect((await run(CLI_MESSAGES, 'messagesCommand', ['--channel', 'SMS'])).code).toBe(2);

@@ -2,6 +2,7 @@ import { describe, expectTypeOf, it } from 'vitest';
 import {
   type ApiError,
   type Channel,
+  type DeliveredDlrItem,
   type DlrItem,
   type DrErrcode,
   type DrStatuscode,
@@ -15,6 +16,10 @@ import {
   type MessagePager,
   type MessageRecord,
   type RateLimitError,
+  type ReceiptEvent,
+  type ReceiptFollower,
+  type ReceiptPage,
+  type ReceiptPager,
   type RequestOptions,
   type SendStatus,
   verifyWebhook,
@@ -65,6 +70,24 @@ describe('public types', () => {
     if (isDelivered(item)) expectTypeOf(item.drTimeDate).toEqualTypeOf<Date>();
   });
 
+  it('narrows with isDelivered to delivered items only: a receipt that is not delivered stays readable', () => {
+    if (isDelivered(item)) {
+      expectTypeOf(item).toEqualTypeOf<DeliveredDlrItem>();
+      expectTypeOf(item.drStatuscode).toEqualTypeOf<'delivered'>();
+    } else {
+      // Not `DlrItemWithoutReceipt`: a failed or accepted receipt is not delivered either.
+      expectTypeOf(item).toEqualTypeOf<DlrItem>();
+      if (hasReceipt(item)) {
+        expectTypeOf(item.to).toBeString();
+        expectTypeOf(item.drStatuscode).toEqualTypeOf<DrStatuscode>();
+      } else {
+        expectTypeOf(item.status).toEqualTypeOf<SendStatus>();
+      }
+    }
+    expectTypeOf([item].filter(isDelivered)).toEqualTypeOf<DeliveredDlrItem[]>();
+    expectTypeOf<DeliveredDlrItem>().toExtend<DlrItem>();
+  });
+
   it('pins the receipt helpers', () => {
     expectTypeOf(describeErrcode('8')).toEqualTypeOf<string>();
     expectTypeOf(describeErrcode('42' as string)).toEqualTypeOf<string | undefined>();
@@ -83,6 +106,22 @@ describe('public types', () => {
     expectTypeOf<MessagePage['nextCursor']>().toEqualTypeOf<string | null>();
     expectTypeOf<MessageRecord['channel']>().toEqualTypeOf<Channel>();
     expectTypeOf<MessageRecord['campaignId']>().toEqualTypeOf<string | null>();
+  });
+
+  it('pins the receipt feed', () => {
+    const feed = client.receipts.list({ after: 'c', limit: 500 });
+    expectTypeOf(feed).toEqualTypeOf<ReceiptPager>();
+    expectTypeOf(feed).toExtend<AsyncIterable<ReceiptEvent>>();
+    expectTypeOf(feed.pages()).toExtend<AsyncIterable<ReceiptPage>>();
+    expectTypeOf(feed.nextCursor).toEqualTypeOf<string | undefined>();
+    expectTypeOf(client.receipts.list).toBeCallableWith();
+    const follower = client.receipts.follow({ intervalMs: 5000, signal: new AbortController().signal });
+    expectTypeOf(follower).toEqualTypeOf<ReceiptFollower>();
+    expectTypeOf(follower).toExtend<AsyncIterableIterator<ReceiptEvent>>();
+    expectTypeOf(follower.nextCursor).toEqualTypeOf<string | undefined>();
+    expectTypeOf<ReceiptPage['nextCursor']>().toEqualTypeOf<string>();
+    expectTypeOf<ReceiptEvent['receipt']>().toEqualTypeOf<DlrItem>();
+    expectTypeOf<ReceiptEvent['recordedAt']>().toBeString();
   });
 
   it('demands exactly one of channelUserId and contactId', () => {

@@ -136,6 +136,57 @@ describe('verifyWebhook', () => {
     expect(await reason(verifyWebhook(body, h, SECRET, { now: NOW }))).toBe('invalid_payload');
   });
 
+  const signed = (body: string) => headers({ 'webhook-signature': sign(SECRET, 'msg_1', TS, body) });
+
+  it.each<[string, unknown]>([
+    ['an object that is no receipt', { hello: 1 }],
+    ['an array of receipts', [dlrItem()]],
+    ['null', null],
+    ['another type', dlrItem({ type: 'message' })],
+    ['no type', dlrItem({ type: undefined })],
+    ['an empty messageid', dlrItem({ messageid: '' })],
+    ['no messageid', dlrItem({ messageid: undefined })],
+    ['an empty to', dlrItem({ to: '' })],
+    ['a to that is an object', dlrItem({ to: { number: '447700900123' } })],
+    ['an unknown send status', dlrItem({ status: '2' })],
+    ['no send status', dlrItem({ status: undefined })],
+    ['a price that is text', dlrItem({ price: 'cheap' })],
+    ['a price that is a numeric string', dlrItem({ price: '0.05' })],
+    ['no price', dlrItem({ price: undefined })],
+    ['fractional counts', dlrItem({ counts: 1.5 })],
+    ['negative counts', dlrItem({ counts: -1 })],
+    ['no counts', dlrItem({ counts: undefined })],
+    ['an unknown drStatus', dlrItem({ drStatus: 3 })],
+    ['an unknown drStatuscode', dlrItem({ drStatuscode: 'lost' })],
+    ['receipt fields without drStatus', dlrItem({ drStatus: undefined })],
+    ['an unreadable drTime', dlrItem({ drTime: 'yesterday' })],
+  ])('refuses a correctly signed body with %s (invalid_payload)', async (_name, value) => {
+    const body = JSON.stringify(value);
+    const err = (await verifyWebhook(body, signed(body), SECRET, { now: NOW }).catch(
+      (e: unknown) => e,
+    )) as WebhookVerificationError;
+    expect(err.name).toBe('WebhookVerificationError');
+    expect(err.reason).toBe('invalid_payload');
+    expect(err.message).toMatch(/not a delivery receipt item: /);
+  });
+
+  it.each<[string, Record<string, unknown>]>([
+    [
+      'numbers where the spec allows them',
+      dlrItem({ status: 400, drStatus: 400, drStatuscode: 'failed', drErrcode: 2 }),
+    ],
+    [
+      'no receipt yet',
+      dlrItem({ drStatus: undefined, drStatuscode: undefined, drErrcode: undefined, drTime: undefined }),
+    ],
+    ['no network', dlrItem({ network: undefined })],
+    ['a field this SDK does not know yet', dlrItem({ carrier: 'Acme' })],
+  ])('accepts a receipt with %s', async (_name, value) => {
+    const body = JSON.stringify(value);
+    const item = await verifyWebhook(body, signed(body), SECRET, { now: NOW });
+    expect(item).toMatchObject({ type: 'dlr', messageid: 'm-1', to: '447700900123' });
+  });
+
   it('treats a malformed secret as a programming error, not a bad delivery', async () => {
     await expect(verifyWebhook(BODY, headers(), 'whsec_***', { now: NOW })).rejects.toBeInstanceOf(TypeError);
   });

@@ -1,5 +1,14 @@
 import { parseDrTime } from '../receipts.js';
-import type { DlrItem, DrStatus, DrStatuscode, MessagePage, MessageRecord, SendStatus } from '../types.js';
+import type {
+  DlrItem,
+  DrStatus,
+  DrStatuscode,
+  MessagePage,
+  MessageRecord,
+  ReceiptEvent,
+  ReceiptPage,
+  SendStatus,
+} from '../types.js';
 
 /**
  * Tolerant readers of the wire shapes: the spec lets some strings arrive as JSON numbers, so every
@@ -91,6 +100,32 @@ export function readMessagePage(body: unknown): MessagePage | undefined {
   const nextCursor = typeof body.nextCursor === 'string' && body.nextCursor !== '' ? body.nextCursor : null;
   const hasMore = (body.hasMore === true || body.hasMore === 'true') && nextCursor !== null;
   return { messages, nextCursor: hasMore ? nextCursor : null, hasMore };
+}
+
+/** Reads one receipt event of the feed; undefined when it lacks an id or a receipt item. */
+function normalizeReceiptEvent(raw: unknown): ReceiptEvent | undefined {
+  if (!isObject(raw)) return undefined;
+  const receipt = normalizeDlrItem(raw.receipt);
+  const id = text(raw.id);
+  if (!receipt || id === '') return undefined;
+  return { id, recordedAt: text(raw.recordedAt), receipt };
+}
+
+/**
+ * Reads a receipt feed answer `{receipts, nextCursor, hasMore}`. Undefined when the body is not one, and
+ * when `nextCursor` is missing: the feed always hands one out, and a poller without it would lose its place.
+ */
+export function readReceiptPage(body: unknown): ReceiptPage | undefined {
+  if (!isObject(body) || !Array.isArray(body.receipts)) return undefined;
+  if (typeof body.nextCursor !== 'string' || body.nextCursor === '') return undefined;
+  const receipts: ReceiptEvent[] = [];
+  for (const raw of body.receipts) {
+    const event = normalizeReceiptEvent(raw);
+    if (!event) return undefined;
+    receipts.push(event);
+  }
+  const hasMore = body.hasMore === true || body.hasMore === 'true';
+  return { receipts, nextCursor: body.nextCursor, hasMore };
 }
 
 /**

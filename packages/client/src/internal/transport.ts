@@ -73,11 +73,14 @@ export class Transport {
   readonly #basic: string;
   /** Default deadline of a call, in milliseconds. */
   readonly timeoutMs: number;
+  /** The client's wait (between retries, and between polls of a follower). */
+  readonly sleep: SleepFunction;
 
   constructor(config: TransportConfig) {
     this.#config = config;
     this.#origin = new URL(config.baseUrl).origin;
     this.timeoutMs = config.timeoutMs;
+    this.sleep = config.sleep;
     this.#basic = `Basic ${bytesToBase64(new TextEncoder().encode(`${config.key}:${config.secret}`))}`;
   }
 
