@@ -5,7 +5,7 @@ import type { Account } from '../domain/records.js';
 import { createAccount, rotateSecret } from '../operations/accounts.js';
 import type { Store } from '../store/store.js';
 import { openDatabase } from './database.js';
-import { configFlags, EXIT, UsageError } from './options.js';
+import { configFlags, DATABASE_HELP, EXIT, UsageError } from './options.js';
 
 export const ACCOUNTS_USAGE = `waybill accounts create --name NAME [--ip-whitelist a,b/24] [--dlr-query-enabled true|false]
                         [--balance N] [--credit-limit N] [--callback-url URL]
@@ -13,6 +13,42 @@ waybill accounts show <id|key>
 waybill accounts rotate-secret <id|key>
   Work directly on the database (DATABASE_URL, WAYBILL_PEPPER); output is JSON. A running server's in-memory
   lockout of the key is cleared only by rotating through the operator API.`;
+
+const ACTION_HELP: Record<string, string> = {
+  create: `Usage: waybill accounts create --name NAME [--ip-whitelist a,b/24] [--dlr-query-enabled true|false]
+                               [--balance N] [--credit-limit N] [--callback-url URL]
+
+Creates an account and prints it as JSON with its key, its secret and its callbackSecret: the two secrets are
+shown only now.
+
+  --name NAME                    the account's name (required)
+  --ip-whitelist LIST            comma-separated addresses and CIDR ranges the API accepts its requests from
+                                 (default: empty, which allows every address)
+  --dlr-query-enabled true|false whether it may query GET /dlr (default: true)
+  --balance N                    its balance (default: 0)
+  --credit-limit N               how far below zero the balance may go (default: 0)
+  --callback-url URL             where its receipt callbacks go (default: none)
+${DATABASE_HELP}`,
+  show: `Usage: waybill accounts show <id|key>
+
+Prints the account with this id (a UUID) or key as JSON, never its secret. Exit code 1 when there is none.
+
+${DATABASE_HELP}`,
+  'rotate-secret': `Usage: waybill accounts rotate-secret <id|key>
+
+Gives the account a new secret and prints the account with it as JSON; the old secret stops working at once.
+A running server keeps its in-memory lockout of the key until the lock ends: rotate through the operator API
+(or run the servers with REDIS_URL) to clear it at once.
+
+${DATABASE_HELP}`,
+};
+
+/** The help of `waybill accounts [action] --help`: the action's own, or every action's synopsis. */
+export function accountsHelp(action: string | undefined): string {
+  const own = action !== undefined && Object.hasOwn(ACTION_HELP, action) ? ACTION_HELP[action] : undefined;
+  if (own !== undefined) return `${own}\n`;
+  return `Usage:\n  ${ACCOUNTS_USAGE.split('\n').join('\n  ')}\n\nOptions of every action:\n${DATABASE_HELP}\n\nRun \`waybill accounts <action> --help\` for one action's options.\n`;
+}
 
 const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 

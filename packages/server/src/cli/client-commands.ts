@@ -1,4 +1,6 @@
 import {
+  type ApiError,
+  type FetchFunction,
   isApiError,
   isConnectionError,
   isTimeoutError,
@@ -26,6 +28,7 @@ export const CLIENT_OPTIONS = {
 export function clientFromFlags(
   values: { url?: string | undefined; key?: string | undefined; secret?: string | undefined },
   usage: string,
+  wire?: WireLog,
 ): WaybillClient | number {
   const env = (name: string) => (process.env[name]?.trim() ? process.env[name]?.trim() : undefined);
   const baseUrl = values.url ?? env('WAYBILL_URL');
@@ -41,9 +44,42 @@ export function clientFromFlags(
       key,
       secret,
       onWarning: (warning) => process.stderr.write(`warning: ${warning.message}\n`),
+      fetch: wire?.fetch,
     });
   } catch (err) {
     return usageError((err as Error).message, usage);
+  }
+}
+
+/**
+ * The bodies of the successful answers, exactly as the server sent them: `--json` prints these, not what the
+ * SDK made of them (it parses dates into `drTimeDate`, fills in defaults).
+ */
+export class WireLog {
+  readonly #texts: Promise<string | undefined>[] = [];
+
+  /** The `fetch` to give the SDK: the real one, keeping a copy of every 2xx body. */
+  readonly fetch: FetchFunction = async (input, init) => {
+    const response = await globalThis.fetch(input, init);
+    if (response.ok) this.#texts.push(WireLog.#read(response.clone()));
+    return response;
+  };
+
+  // A copy that could not be read (the request was aborted) is no answer to print, and no unhandled rejection.
+  static #read = (copy: Response): Promise<string | undefined> => copy.text().catch(() => undefined);
+
+  /** The parsed bodies, in the order they came; a body that was not JSON is left out. */
+  async bodies(): Promise<unknown[]> {
+    const out: unknown[] = [];
+    for (const text of await Promise.all(this.#texts)) {
+      if (text === undefined) continue;
+      try {
+        out.push(JSON.parse(text));
+      } catch {
+        // Not JSON: the SDK refused it already.
+      }
+    }
+    return out;
   }
 }
 
@@ -76,7 +112,9 @@ export function reportFailure(err: unknown): number {
   if (isApiError(err)) {
     const code = err.problemCode === undefined ? `code ${err.code}` : `${err.problemCode}, code ${err.code}`;
     const request = err.requestId === undefined ? '' : `, request id ${err.requestId}`;
-    process.stderr.write(`waybill: ${err.descr} (${code}, HTTP ${err.status}${request})\n`);
+    const wait = retryAfterSeconds(err);
+    const retry = wait === undefined ? '' : `; try again in ${formatWait(wait)}`;
+    process.stderr.write(`waybill: ${err.descr} (${code}, HTTP ${err.status}${request})${retry}\n`);
     return EXIT.apiError;
   }
   if (isWaybillError(err)) {
@@ -85,6 +123,31 @@ export function reportFailure(err: unknown): number {
   }
   throw err;
 }
+
+/** How long the server asked us to wait (`Retry-After`: seconds or an HTTP date), in whole seconds. */
+export function retryAfterSeconds(err: ApiError, now: number = Date.now()): number | undefined {
+  const asked = (err as { retryAfterSeconds?: unknown }).retryAfterSeconds;
+  if (typeof asked === 'number' && Number.isFinite(asked) && asked >= 0) return Math.ceil(asked);
+  const header = err.headers.get('retry-after')?.trim();
+  if (header === undefined || header === '') return undefined;
+  if (/^\d+$/.test(header)) return Number(header);
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
+}
+
+/** A wait for people: `45 s`, `14 min 12 s`, `2 h 5 min`. */
+export function formatWait(seconds: number): string {
+  const s = Math.max(0, Math.ceil(seconds));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return s % 60 === 0 ? `${s / 60} min` : `${Math.floor(s / 60)} min ${s % 60} s`;
+  const minutes = Math.ceil((s % 3600) / 60);
+  const hours = Math.floor(s / 3600) + (minutes === 60 ? 1 : 0);
+  return minutes === 0 || minutes === 60 ? `${hours} h` : `${hours} h ${minutes} min`;
+}
+
+/** `value` as one word for a POSIX shell: as it is when that is safe, else in single quotes. */
+export const shellQuote = (value: string): string =>
+  /^[A-Za-z0-9._~=/:@%+,-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
 
 // Message text comes from other people: never let it move the cursor or recolour the terminal.
 export const cell = (value: string): string => value.replace(/[\p{Cc}\u2028\u2029]/gu, ' ');

@@ -1,15 +1,21 @@
 import { type Config, loadConfig } from '../config.js';
 import { type Pepper, resolvePepper } from '../pepper.js';
 import { openStore } from '../store/open.js';
-import type { Store } from '../store/store.js';
+import type { AppliedMigration, Store } from '../store/store.js';
 import { configSource } from './options.js';
 
-/** Opens and migrates the configured database for commands that work on it directly. */
-export async function openDatabase(
-  values: Record<string, unknown>,
-): Promise<{ config: Readonly<Config>; store: Store; pepper: Pepper }> {
+/**
+ * Opens and migrates the configured database for commands that work on it directly; `applied` is what the
+ * migration did (empty when the schema was up to date).
+ */
+export async function openDatabase(values: Record<string, unknown>): Promise<{
+  config: Readonly<Config>;
+  store: Store;
+  pepper: Pepper;
+  applied: AppliedMigration[];
+}> {
   const config = loadConfig(configSource(process.env, values));
   const store = openStore(config);
-  await store.migrate();
-  return { config, store, pepper: resolvePepper(config) };
+  const applied = await store.migrate();
+  return { config, store, pepper: resolvePepper(config), applied };
 }

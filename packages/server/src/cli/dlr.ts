@@ -8,6 +8,7 @@ import {
   reportFailure,
   requestOptions,
   usageError,
+  WireLog,
 } from './client-commands.js';
 import { EXIT } from './options.js';
 
@@ -17,11 +18,14 @@ const USAGE = `Usage: waybill dlr <messageid> [--json] [--url URL] [--key KEY] [
 
 Shows the delivery state of every SMS recipient of a message (GET /dlr).
 
-  --json           print the receipt items as JSON (for scripts)
+  --json           print the receipt items as JSON, exactly as the API returns them (for scripts)
   --url URL        the server (default: $WAYBILL_URL)
   --key KEY        API key (default: $WAYBILL_KEY)
   --secret SECRET  API secret (default: $WAYBILL_SECRET)
   --timeout MS     give up after MS milliseconds (default: 30000)
+
+A refusal that comes with a wait (429: too many requests, or the key locked out after wrong secrets) says
+how long: "try again in 14 min 12 s".
 
 Exit codes: 0 success, 1 the API answered with an error, 2 bad usage, 3 the server could not be reached.`;
 
@@ -41,11 +45,14 @@ export async function dlrCommand(args: string[]): Promise<number> {
   if (messageId === undefined || extra.length > 0)
     return usageError('expected exactly one message id', USAGE);
 
-  const client = clientFromFlags(values, USAGE);
+  const wire = new WireLog();
+  const client = clientFromFlags(values, USAGE, wire);
   if (typeof client === 'number') return client;
   try {
     const items = await client.dlr.get(messageId, requestOptions(values));
-    if (values.json) process.stdout.write(`${JSON.stringify(items, null, 2)}\n`);
+    // The answer as it came (the SDK's items add `drTimeDate` and fill in defaults): the last 2xx body.
+    if (values.json)
+      process.stdout.write(`${JSON.stringify((await wire.bodies()).at(-1) ?? items, null, 2)}\n`);
     else process.stdout.write(renderDlr(messageId, items));
     return EXIT.ok;
   } catch (err) {

@@ -25,3 +25,27 @@ export const EXIT = { ok: 0, apiError: 1, usage: 2, unreachable: 3 } as const;
 export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
+
+/** True when the command line asks for help (`--help` or `-h` anywhere before a `--` that ends the options). */
+export function wantsHelp(args: readonly string[]): boolean {
+  for (const arg of args) {
+    if (arg === '--') return false;
+    if (arg === '--help' || arg === '-h') return true;
+  }
+  return false;
+}
+
+/** The flag of every setting beside the variable it stands for (for `--help`). */
+export const settingRows = (): [string, string][] =>
+  Object.entries(ENV_NAMES).map(([field, variable]) => [`--${flagName(field)}`, variable]);
+
+/** Two columns, the first padded to its widest cell, one row a line (for `--help`). */
+export const helpRows = (rows: readonly (readonly [string, string])[], indent = '  '): string => {
+  const width = Math.max(...rows.map(([left]) => left.length));
+  return rows.map(([left, right]) => `${indent}${left.padEnd(width)}  ${right}`).join('\n');
+};
+
+/** The options of the commands that work on the database directly (migrate, prune, accounts), for `--help`. */
+export const DATABASE_HELP = `  --database-url URL  the database (default: $DATABASE_URL, else sqlite:./data/waybill.db); every setting
+                      flag of \`waybill serve --help\` is taken too (WAYBILL_PEPPER: --pepper)
+  -h, --help          show this help`;

@@ -1,0 +1,117 @@
+import { readFileSync } from 'node:fs';
+import { ConfigError } from '../config.js';
+import { ACCOUNTS_USAGE, accountsCommand, accountsHelp } from './accounts.js';
+import { DELIVERIES_USAGE, deliveriesCommand } from './deliveries.js';
+import { dlrCommand } from './dlr.js';
+import { messagesCommand } from './messages.js';
+import { MIGRATE_HELP, MIGRATE_USAGE, migrateCommand } from './migrate.js';
+import { EXIT, helpRows, settingRows, UsageError, wantsHelp } from './options.js';
+import { PRUNE_HELP, PRUNE_USAGE, pruneCommand } from './prune.js';
+import { receiptsCommand } from './receipts.js';
+import { SERVE_USAGE, serveCommand } from './serve.js';
+
+/** The `waybill` command line: which command, its help, and what its failures exit with. main.ts loads this. */
+
+const USAGE = `waybill — delivery receipts and message history
+
+Server and database:
+  ${SERVE_USAGE.split('\n').join('\n  ')}
+  ${MIGRATE_USAGE}
+  ${PRUNE_USAGE}
+  ${ACCOUNTS_USAGE.split('\n').join('\n  ')}
+
+Client (WAYBILL_URL, WAYBILL_KEY, WAYBILL_SECRET or --url, --key, --secret):
+  waybill dlr <messageid> [--json]
+  waybill messages --ids a,b,… [--json]
+  waybill messages --channel C (--user U | --contact ID) [--campaign X] [--size N] [--cursor C] [--json]
+  waybill messages --campaign X [--channel C] [--size N] [--cursor C] [--json]
+  waybill receipts [--after CURSOR] [--limit N] [--follow [--interval SECONDS]] [--json]
+
+Operator API of a running server (--url or WAYBILL_URL, and WAYBILL_ADMIN_TOKEN):
+  ${DELIVERIES_USAGE.split('\n').join('\n  ')}
+
+waybill <command> --help shows a command's options; waybill --version its version.
+Exit codes: 0 success, 1 the API answered with an error, 2 bad usage, 3 the server could not be reached.
+`;
+
+const SERVE_HELP = `Usage: ${SERVE_USAGE}
+
+Settings: a flag beats its variable (docs/configuration.md says what each one means, and its default).
+${helpRows([
+  ...settingRows(),
+  ['--no-demo', 'do not load the demo account and data into an empty database'],
+  ['-h, --help', 'show this help'],
+])}
+`;
+
+const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
+  serve: serveCommand,
+  migrate: migrateCommand,
+  prune: pruneCommand,
+  accounts: accountsCommand,
+  dlr: dlrCommand,
+  messages: messagesCommand,
+  receipts: receiptsCommand,
+  deliveries: deliveriesCommand,
+};
+
+/**
+ * The help of the commands that leave `--help` to this file (the client and operator commands answer it
+ * themselves, with their other flags).
+ */
+const HELP: Record<string, (args: string[]) => string> = {
+  serve: () => SERVE_HELP,
+  migrate: () => MIGRATE_HELP,
+  prune: () => PRUNE_HELP,
+  accounts: (args) => accountsHelp(args[0]?.startsWith('-') ? undefined : args[0]),
+};
+
+/** The version of @waybill/server, from its package.json (two levels above src/cli and dist/cli). */
+export function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return pkg.version;
+}
+
+/** Runs one command line (without `node` and the script) and returns its exit code (CONTRACT §8). */
+export async function runCli(argv: string[]): Promise<number> {
+  const [name, ...args] = argv;
+  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
+    const topic = name === 'help' ? args[0] : undefined;
+    if (topic !== undefined && Object.hasOwn(COMMANDS, topic))
+      return runCli([topic, ...args.slice(1), '--help']);
+    process.stdout.write(USAGE);
+    return name === undefined ? EXIT.usage : EXIT.ok;
+  }
+  if (name === '--version' || name === '-v') {
+    process.stdout.write(`${version()}\n`);
+    return EXIT.ok;
+  }
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (!command) {
+    process.stderr.write(`waybill: unknown command "${name}"\n\n${USAGE}`);
+    return EXIT.usage;
+  }
+  const help = Object.hasOwn(HELP, name) ? HELP[name] : undefined;
+  if (help && wantsHelp(args)) {
+    process.stdout.write(help(args));
+    return EXIT.ok;
+  }
+  try {
+    return await command(args);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? '';
+    if (error instanceof UsageError || error instanceof ConfigError || code.startsWith('ERR_PARSE_ARGS')) {
+      const hint = help ? `\nRun \`waybill ${name} --help\` for its options.` : '';
+      process.stderr.write(`waybill ${name}: ${(error as Error).message}${hint}\n`);
+      return EXIT.usage;
+    }
+    if (['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH'].includes(code)) {
+      process.stderr.write(`waybill ${name}: could not reach the database: ${(error as Error).message}\n`);
+      return EXIT.unreachable;
+    }
+    process.stderr.write(`waybill ${name}: ${(error as Error).stack ?? String(error)}\n`);
+    return EXIT.apiError;
+  }
+}
