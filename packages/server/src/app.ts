@@ -11,6 +11,7 @@ import { Metrics } from './metrics.js';
 import { registerAccessLog } from './plugins/access-log.js';
 import { registerCors } from './plugins/cors.js';
 import { registerDeprecationHeaders } from './plugins/deprecation.js';
+import { registerDrainHeaders } from './plugins/drain.js';
 import { registerErrorHandling } from './plugins/error-handling.js';
 import {
   answerUnmetExpectations,
@@ -125,6 +126,8 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     http: HTTP_SERVER_OPTIONS,
     // A whole request (head and a body of up to 5 MiB) must arrive within this; the head alone within 10 s.
     requestTimeout: 120_000,
+    // A request that arrives while the server drains is served (plugins/drain.ts), never refused with 503.
+    return503OnClosing: false,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true } },
   });
 
@@ -184,6 +187,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   app.removeContentTypeParser('text/plain');
 
   registerProtocol(app);
+  registerDrainHeaders(app);
   registerCors(app, config.corsOrigins, CORS_PATHS);
   registerErrorHandling(app);
   registerDeprecationHeaders(app, config.v1Deprecated, config.v1Sunset);

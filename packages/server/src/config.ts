@@ -45,6 +45,8 @@ export interface Config {
   pgPoolSize: number;
   /** @default 5000 */
   pgStatementTimeoutMs: number;
+  /** `serve` processes sharing the port; 0 is one per core. @default 1 */
+  workers: number;
   /** The longest a request waits on the database, either engine. @default 5000 */
   dbTimeoutMs: number;
   /** How long an early receipt stays parked waiting for its message, in seconds. @default 259200 (72 h) */
@@ -96,6 +98,7 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   sqliteCacheMb: 'WAYBILL_SQLITE_CACHE_MB',
   pgPoolSize: 'WAYBILL_PG_POOL_SIZE',
   pgStatementTimeoutMs: 'WAYBILL_PG_STATEMENT_TIMEOUT_MS',
+  workers: 'WAYBILL_WORKERS',
   dbTimeoutMs: 'WAYBILL_DB_TIMEOUT_MS',
   receiptParkSeconds: 'WAYBILL_RECEIPT_PARK_SECONDS',
   callbackTimeoutMs: 'WAYBILL_CALLBACK_TIMEOUT_MS',
@@ -183,6 +186,7 @@ export function loadConfig(source: Source): Readonly<Config> {
     sqliteCacheMb: int('sqliteCacheMb', 256, 1, 1_048_576),
     pgPoolSize: int('pgPoolSize', 10, 1, 10_000),
     pgStatementTimeoutMs: int('pgStatementTimeoutMs', 5000, 0, 86_400_000),
+    workers: int('workers', 1, 0, 256),
     dbTimeoutMs: int('dbTimeoutMs', 5000, 100, 600_000),
     receiptParkSeconds: int('receiptParkSeconds', 259_200, 0, 31_536_000),
     callbackTimeoutMs: int('callbackTimeoutMs', 15_000, 1, 600_000),

@@ -1,3 +1,4 @@
+import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../app.js';
@@ -10,8 +11,10 @@ import { Metrics } from '../metrics.js';
 import { sealLegacyCallbackSecrets } from '../operations/accounts.js';
 import { DEMO_ACCOUNT, demoBanner, loadDemoData } from '../operations/demo-data.js';
 import { resolvePepper } from '../pepper.js';
+import { drainConnections } from '../plugins/drain.js';
 import { openStore } from '../store/open.js';
 import { configFlags, configSource, EXIT } from './options.js';
+import { runsRelay, superviseWorkers, workerCount, workerIndex } from './workers.js';
 
 export const SERVE_USAGE = `waybill serve [--port N] [--host H] [--database-url URL] [--no-demo] [--<setting> value]…
   Every variable of docs/configuration.md has a flag: WAYBILL_RATE_PER_SECOND is --rate-per-second.
@@ -25,6 +28,9 @@ export async function serveCommand(args: string[]): Promise<number> {
     strict: true,
   });
   const config = loadConfig(configSource(process.env, values));
+  const workers = workerCount(config);
+  if (workers > 1 && cluster.isPrimary)
+    return superviseAfterPreparing(config, workers, values['no-demo'] === true);
   const pepper = resolvePepper(config);
   const store = openStore(config);
   const migrated = await store.migrate();
@@ -40,7 +46,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     metrics,
     deliveriesQueued: () => relay?.poke(),
   });
-  if (config.callbackRelay) {
+  if (runsRelay(config)) {
     relay = new Relay({
       store,
       config,
@@ -107,7 +113,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       );
     }
   }
-  if (await store.getAccountByKey(DEMO_ACCOUNT.key)) {
+  if ((workerIndex() ?? 0) === 0 && (await store.getAccountByKey(DEMO_ACCOUNT.key))) {
     const url = new URL(address);
     if (url.hostname === '0.0.0.0' || url.hostname === '[::]') url.hostname = '127.0.0.1';
     process.stdout.write(demoBanner(url.origin));
@@ -118,19 +124,36 @@ export async function serveCommand(args: string[]): Promise<number> {
 /** How long a shutdown waits for in-flight requests and callback attempts (CONTRACT §11). */
 const SHUTDOWN_DEADLINE_MS = 10_000;
 
-/** `app.close()` within the deadline; requests still running then have their connections cut. */
+/** Drains the server within the deadline (plugins/drain.ts), then closes the app. */
 async function closeServer(app: FastifyInstance): Promise<void> {
-  const closing = app.close();
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<boolean>((done) => {
-    timer = setTimeout(() => done(true), SHUTDOWN_DEADLINE_MS);
-  });
-  if (await Promise.race([closing.then(() => false), late])) {
-    app.log.warn('requests still running at the shutdown deadline: closing their connections');
-    app.server.closeAllConnections();
-    await closing;
+  await drainConnections(app, SHUTDOWN_DEADLINE_MS);
+  await app.close();
+}
+
+/**
+ * The primary of `--workers`: migrates, seals legacy secrets and loads the demo data once, so the workers start
+ * on a ready database (and a pepper file that exists), then forks and supervises them.
+ */
+async function superviseAfterPreparing(
+  config: ReturnType<typeof loadConfig>,
+  workers: number,
+  noDemo: boolean,
+): Promise<number> {
+  const pepper = resolvePepper(config);
+  const store = openStore(config);
+  try {
+    await store.migrate();
+    await sealLegacyCallbackSecrets(store, pepper.value);
+    if (!noDemo) await loadDemoData(store, pepper.value, new Date());
+  } finally {
+    await store.close();
   }
-  clearTimeout(timer);
+  const log = (message: string) =>
+    process.stderr.write(
+      `${JSON.stringify({ level: 30, time: Date.now(), pid: process.pid, msg: message })}\n`,
+    );
+  log(`starting ${workers} workers`);
+  return superviseWorkers(workers, log);
 }
 
 /** Shared counters in Redis when REDIS_URL is set (several instances), else in this process. */

@@ -24,6 +24,7 @@ describe('loadConfig', () => {
       sqliteCacheMb: 256,
       pgPoolSize: 10,
       pgStatementTimeoutMs: 5000,
+      workers: 1,
       dbTimeoutMs: 5000,
       receiptParkSeconds: 259_200,
       callbackTimeoutMs: 15_000,
