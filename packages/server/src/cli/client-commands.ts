@@ -93,6 +93,28 @@ export function requestOptions(values: { timeout?: string | undefined }): { time
 }
 
 /** Reports a command-line mistake with the synopsis (the full text is behind --help). */
+/**
+ * Parses a command line with `parse` (node:util parseArgs with the command's options): the parsed values, or
+ * the exit code once `--help` printed the usage (0) or a wrong flag printed the synopsis (2).
+ */
+export function parseCommandLine<T extends { values: { help?: boolean | undefined } }>(
+  args: string[],
+  parse: (args: string[]) => T,
+  usage: string,
+): T | number {
+  let parsed: T;
+  try {
+    parsed = parse(args);
+  } catch (err) {
+    return usageError((err as Error).message, usage);
+  }
+  if (parsed.values.help) {
+    process.stdout.write(`${usage}\n`);
+    return EXIT.ok;
+  }
+  return parsed;
+}
+
 export function usageError(message: string, usage: string): number {
   const synopsis = usage.split('\n\n')[0] ?? usage;
   process.stderr.write(`waybill: ${message}\n${synopsis}\nRun with --help for every option.\n`);

@@ -10,7 +10,14 @@ import {
 import { DELIVERY_STATES } from '../domain/deliveries.js';
 import { isUuid } from '../domain/formats.js';
 import { MAX_DELIVERY_LIMIT } from '../domain/query-params.js';
-import { cell, renderTable, reportFailure, requestOptions, usageError } from './client-commands.js';
+import {
+  cell,
+  parseCommandLine,
+  renderTable,
+  reportFailure,
+  requestOptions,
+  usageError,
+} from './client-commands.js';
 import { EXIT } from './options.js';
 
 /**
@@ -92,17 +99,9 @@ type Parsed = ReturnType<typeof parseDeliveriesArgs>;
 type Values = Parsed['values'];
 
 export async function deliveriesCommand(args: string[]): Promise<number> {
-  let parsed: Parsed;
-  try {
-    parsed = parseDeliveriesArgs(args);
-  } catch (err) {
-    return usageError((err as Error).message, USAGE);
-  }
+  const parsed = parseCommandLine(args, parseDeliveriesArgs, USAGE);
+  if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return EXIT.ok;
-  }
   const [action, accountId, ...rest] = positionals;
   const plan = planAction(action, accountId, rest, values);
   if (typeof plan === 'string') return usageError(plan, USAGE);

@@ -4,6 +4,7 @@ import {
   CLIENT_OPTIONS,
   cell,
   clientFromFlags,
+  parseCommandLine,
   renderTable,
   reportFailure,
   requestOptions,
@@ -30,17 +31,9 @@ how long: "try again in 14 min 12 s".
 Exit codes: 0 success, 1 the API answered with an error, 2 bad usage, 3 the server could not be reached.`;
 
 export async function dlrCommand(args: string[]): Promise<number> {
-  let parsed: ReturnType<typeof parseDlrArgs>;
-  try {
-    parsed = parseDlrArgs(args);
-  } catch (err) {
-    return usageError((err as Error).message, USAGE);
-  }
+  const parsed = parseCommandLine(args, parseDlrArgs, USAGE);
+  if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return EXIT.ok;
-  }
   const [messageId, ...extra] = positionals;
   if (messageId === undefined || extra.length > 0)
     return usageError('expected exactly one message id', USAGE);

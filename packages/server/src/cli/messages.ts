@@ -6,6 +6,7 @@ import { CHANNELS } from '../domain/vocabulary.js';
 import {
   CLIENT_OPTIONS,
   clientFromFlags,
+  parseCommandLine,
   renderTable,
   reportFailure,
   requestOptions,
@@ -44,17 +45,9 @@ the command that shows them.
 Exit codes: 0 success, 1 the API answered with an error, 2 bad usage, 3 the server could not be reached.`;
 
 export async function messagesCommand(args: string[]): Promise<number> {
-  let parsed: ReturnType<typeof parseMessagesArgs>;
-  try {
-    parsed = parseMessagesArgs(args);
-  } catch (err) {
-    return usageError((err as Error).message, USAGE);
-  }
+  const parsed = parseCommandLine(args, parseMessagesArgs, USAGE);
+  if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return EXIT.ok;
-  }
   if (positionals.length > 0) return usageError(`unexpected argument: ${positionals[0]}`, USAGE);
 
   const plan = planQuery(values);

@@ -5,6 +5,7 @@ import {
   CLIENT_OPTIONS,
   cell,
   clientFromFlags,
+  parseCommandLine,
   reportFailure,
   requestOptions,
   usageError,
@@ -41,17 +42,9 @@ interface Plan {
 }
 
 export async function receiptsCommand(args: string[]): Promise<number> {
-  let parsed: ReturnType<typeof parseReceiptsArgs>;
-  try {
-    parsed = parseReceiptsArgs(args);
-  } catch (err) {
-    return usageError((err as Error).message, USAGE);
-  }
+  const parsed = parseCommandLine(args, parseReceiptsArgs, USAGE);
+  if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return EXIT.ok;
-  }
   if (positionals.length > 0) return usageError(`unexpected argument: ${positionals[0]}`, USAGE);
   const plan = planFeed(values);
   if (typeof plan === 'string') return usageError(plan, USAGE);

@@ -12,7 +12,7 @@ import {
 import type { IngestOptions, MessageBatchResult } from '../store.js';
 import { callbacksOf, writeEvents } from './event-writes.js';
 import { insertKeys, lockKeys, readRecords, upsertRecords } from './message-writes.js';
-import { lockParkingShared } from './park-locks.js';
+import { lockParking } from './park-locks.js';
 import { lockParked, unpark } from './parked.js';
 import { RETRY, type TransactionResult } from './pool.js';
 
@@ -61,10 +61,11 @@ async function loadMessageBatch(
   const creating = keys.records.filter((k) => !existing.has(recordKey(k.id, k.channelUserId)));
   // Before the parked receipts are read, so a receipt parked meanwhile for a record this batch creates either
   // committed first (and is read here) or waits and then finds the record (park-locks.ts).
-  await lockParkingShared(
+  await lockParking(
     client,
     accountId,
     creating.map((k) => k.id),
+    'shared',
   );
   const parked = await lockParked(client, accountId, keys.messageIds, parkedSince);
   return { owners, held, conversations, records, parked, callbacks };

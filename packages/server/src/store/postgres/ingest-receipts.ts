@@ -70,7 +70,7 @@ async function mayPark(
 ): Promise<boolean> {
   if (plan.park.length === 0) return true;
   const ids = new Set(plan.park.map((r) => r.messageId));
-  await lockParking(client, accountId, ids);
+  await lockParking(client, accountId, ids, 'exclusive');
   const seen = keyRows.filter((k) => ids.has(k.id)).length;
   return (await countKeysOfIds(client, accountId, [...ids])) <= seen;
 }

@@ -32,32 +32,23 @@ function bucketOf(id: string): number {
 const bucketsOf = (ids: Iterable<string>): number[] =>
   [...new Set([...ids].map(bucketOf))].sort((a, b) => a - b);
 
-/** Message ingest: before reading the parked receipts of the ids it creates records of. */
-export async function lockParkingShared(
-  client: pg.PoolClient,
-  accountId: string,
-  ids: Iterable<string>,
-): Promise<void> {
-  const buckets = bucketsOf(ids);
-  if (buckets.length === 0) return;
-  await client.query({
-    name: 'wb_park_lock_shared',
-    text: 'SELECT pg_advisory_xact_lock_shared(hashtext($1), b) FROM unnest($2::int[]) AS b',
-    values: [accountId, buckets],
-  });
-}
-
-/** Receipt ingest: before parking; then check that no record of these ids appeared meanwhile. */
+/**
+ * Takes the parking locks of these message ids: `shared` for message ingest (before it reads the parked
+ * receipts of the ids it creates records of), exclusive for receipt ingest (before it parks; it then checks
+ * that no record of these ids appeared meanwhile).
+ */
 export async function lockParking(
   client: pg.PoolClient,
   accountId: string,
   ids: Iterable<string>,
+  mode: 'shared' | 'exclusive',
 ): Promise<void> {
   const buckets = bucketsOf(ids);
   if (buckets.length === 0) return;
   await client.query({
-    name: 'wb_park_lock',
-    text: 'SELECT pg_advisory_xact_lock(hashtext($1), b) FROM unnest($2::int[]) AS b',
+    name: mode === 'shared' ? 'wb_park_lock_shared' : 'wb_park_lock',
+    text: `SELECT ${mode === 'shared' ? 'pg_advisory_xact_lock_shared' : 'pg_advisory_xact_lock'}(hashtext($1), b)
+           FROM unnest($2::int[]) AS b`,
     values: [accountId, buckets],
   });
 }
