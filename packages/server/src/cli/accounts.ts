@@ -11,6 +11,7 @@ export const ACCOUNTS_USAGE = `waybill accounts create --name NAME [--ip-whiteli
                         [--balance N] [--credit-limit N] [--callback-url URL]
 waybill accounts show <id|key>
 waybill accounts rotate-secret <id|key>
+waybill accounts delete <id|key>
   Work directly on the database (DATABASE_URL, WAYBILL_PEPPER); output is JSON. A running server's in-memory
   lockout of the key is cleared only by rotating through the operator API.`;
 
@@ -39,6 +40,13 @@ ${DATABASE_HELP}`,
 Gives the account a new secret and prints the account with it as JSON; the old secret stops working at once.
 A running server keeps its in-memory lockout of the key until the lock ends: rotate through the operator API
 (or run the servers with REDIS_URL) to clear it at once.
+
+${DATABASE_HELP}`,
+  delete: `Usage: waybill accounts delete <id|key>
+
+Deletes the account and all its data (messages, contacts, receipt events, callback deliveries, parked
+receipts) in one transaction, and prints {"deleted": "<id>"}; its key stops working at once. There is no
+undo. Exit code 1 when there is no such account.
 
 ${DATABASE_HELP}`,
 };
@@ -122,7 +130,7 @@ export async function accountsCommand(args: string[]): Promise<number> {
       await store.close();
     }
   }
-  if (action === 'show' || action === 'rotate-secret') {
+  if (action === 'show' || action === 'rotate-secret' || action === 'delete') {
     const ref = positionals[0];
     if (!ref || positionals.length > 1)
       throw new UsageError(`accounts ${action} takes one account id or key`);
@@ -135,6 +143,14 @@ export async function accountsCommand(args: string[]): Promise<number> {
       }
       if (action === 'show') {
         print(account);
+        return EXIT.ok;
+      }
+      if (action === 'delete') {
+        if (!(await store.deleteAccount(account.id))) {
+          process.stderr.write(`no account ${ref}\n`);
+          return EXIT.apiError;
+        }
+        print({ deleted: account.id });
         return EXIT.ok;
       }
       const rotated = await rotateSecret(store, pepper.value, account.id);

@@ -26,6 +26,14 @@ export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
+/**
+ * A start that cannot succeed for a reason the user can fix (the port is taken, the database does not exist):
+ * printed as its one sentence, which names the fix, exit code 3.
+ */
+export class StartupError extends Error {
+  override readonly name = 'StartupError';
+}
+
 /** True when the command line asks for help (`--help` or `-h` anywhere before a `--` that ends the options). */
 export function wantsHelp(args: readonly string[]): boolean {
   for (const arg of args) {

@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config.js';
+import { StoreUnavailableError } from '../store/store.js';
 import { ACCOUNTS_USAGE, accountsCommand, accountsHelp } from './accounts.js';
 import { DELIVERIES_USAGE, deliveriesCommand } from './deliveries.js';
 import { dlrCommand } from './dlr.js';
 import { messagesCommand } from './messages.js';
 import { MIGRATE_HELP, MIGRATE_USAGE, migrateCommand } from './migrate.js';
-import { EXIT, helpRows, settingRows, UsageError, wantsHelp } from './options.js';
+import { EXIT, helpRows, StartupError, settingRows, UsageError, wantsHelp } from './options.js';
 import { PRUNE_HELP, PRUNE_USAGE, pruneCommand } from './prune.js';
 import { receiptsCommand } from './receipts.js';
 import { SERVE_USAGE, serveCommand } from './serve.js';
@@ -107,11 +108,48 @@ export async function runCli(argv: string[]): Promise<number> {
       process.stderr.write(`waybill ${name}: ${(error as Error).message}${hint}\n`);
       return EXIT.usage;
     }
-    if (['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH'].includes(code)) {
-      process.stderr.write(`waybill ${name}: could not reach the database: ${(error as Error).message}\n`);
+    const startup = error instanceof StartupError ? error.message : startupProblem(error);
+    if (startup !== null) {
+      process.stderr.write(`waybill ${name}: ${startup}\n`);
       return EXIT.unreachable;
     }
     process.stderr.write(`waybill ${name}: ${(error as Error).stack ?? String(error)}\n`);
     return EXIT.apiError;
+  }
+}
+
+/**
+ * The one sentence, naming the fix, for a failure to reach the database or bind the port (exit 3), or null
+ * when the error is something else. PostgreSQL's own codes: 3D000 no such database, 28P01 and 28000 the role
+ * or its password was refused.
+ */
+function startupProblem(thrown: unknown): string | null {
+  // The store wraps what the driver threw (StoreUnavailableError and its cause): the first known code wins.
+  for (let error = thrown; error instanceof Error; error = error.cause) {
+    const sentence = sentenceFor((error as NodeJS.ErrnoException).code ?? '', error);
+    if (sentence !== null) return sentence;
+  }
+  if (thrown instanceof StoreUnavailableError) {
+    return `could not reach the database (${thrown.message}): start it, or fix DATABASE_URL / --database-url`;
+  }
+  return null;
+}
+
+function sentenceFor(code: string, error: Error): string | null {
+  switch (code) {
+    case '3D000':
+      return `${error.message}: create it (createdb <name>) or point DATABASE_URL / --database-url at one that exists`;
+    case '28P01':
+    case '28000':
+      return `the database refused the login (${error.message}): fix the user and password in DATABASE_URL / --database-url`;
+    case 'ECONNREFUSED':
+    case 'ENOTFOUND':
+    case 'ETIMEDOUT':
+    case 'EHOSTUNREACH':
+      return `could not reach the database (${error.message}): start it, or fix the host and port in DATABASE_URL / --database-url`;
+    case 'EADDRINUSE':
+      return `the address is already in use (${error.message}): stop the other process or pass --port`;
+    default:
+      return null;
   }
 }

@@ -1,9 +1,11 @@
 import cluster from 'node:cluster';
+import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../app.js';
 import { Relay } from '../callbacks/relay.js';
 import { loadConfig } from '../config.js';
+import { secretMatches } from '../domain/credentials.js';
 import type { Limits } from '../limits/limits.js';
 import { MemoryLimits } from '../limits/memory-limits.js';
 import { RedisLimits } from '../limits/redis-limits.js';
@@ -13,7 +15,7 @@ import { DEMO_ACCOUNT, demoBanner, loadDemoData } from '../operations/demo-data.
 import { resolvePepper } from '../pepper.js';
 import { drainConnections } from '../plugins/drain.js';
 import { openStore } from '../store/open.js';
-import { configFlags, configSource, EXIT } from './options.js';
+import { configFlags, configSource, EXIT, StartupError } from './options.js';
 import { runsRelay, superviseWorkers, workerCount, workerIndex } from './workers.js';
 
 export const SERVE_USAGE = `waybill serve [--port N] [--host H] [--database-url URL] [--no-demo] [--<setting> value]…
@@ -29,6 +31,9 @@ export async function serveCommand(args: string[]): Promise<number> {
   });
   const config = loadConfig(configSource(process.env, values));
   const workers = workerCount(config);
+  // Nothing is written (pepper file, SQLite file, demo data) before we know the port can be bound. Workers
+  // share the primary's port, which the primary has probed.
+  if (cluster.isPrimary) await probeAddress(config.host, config.port);
   if (workers > 1 && cluster.isPrimary)
     return superviseAfterPreparing(config, workers, values['no-demo'] === true);
   const pepper = resolvePepper(config);
@@ -113,10 +118,18 @@ export async function serveCommand(args: string[]): Promise<number> {
       );
     }
   }
-  if ((workerIndex() ?? 0) === 0 && (await store.getAccountByKey(DEMO_ACCOUNT.key))) {
-    const url = new URL(address);
-    if (url.hostname === '0.0.0.0' || url.hostname === '[::]') url.hostname = '127.0.0.1';
-    process.stdout.write(demoBanner(url.origin));
+  const demo = (workerIndex() ?? 0) === 0 ? await store.getAccountByKey(DEMO_ACCOUNT.key) : null;
+  if (demo) {
+    // The well-known secret is advertised only while it works: a changed secret or pepper makes it fail.
+    if (secretMatches(pepper.value, DEMO_ACCOUNT.secret, demo.secretHash)) {
+      const url = new URL(address);
+      if (url.hostname === '0.0.0.0' || url.hostname === '[::]') url.hostname = '127.0.0.1';
+      process.stdout.write(demoBanner(url.origin));
+    } else {
+      process.stdout.write(
+        `\nThe demo account (key ${DEMO_ACCOUNT.key}) no longer takes the demo secret: its secret or the server pepper was changed. Delete it with \`waybill accounts delete ${demo.id}\` if you no longer need it.\n`,
+      );
+    }
   }
   return new Promise<number>(() => {});
 }
@@ -154,6 +167,30 @@ async function superviseAfterPreparing(
     );
   log(`starting ${workers} workers`);
   return superviseWorkers(workers, log);
+}
+
+/**
+ * Fails with one sentence naming the fix when `host`:`port` cannot be bound (taken, privileged, not an address
+ * of this machine). Port 0 takes any free port, so there is nothing to probe. The probe closes again at once;
+ * another process could still take the port before the server binds it, and that rarer failure is mapped to
+ * a sentence too (run.ts).
+ */
+export async function probeAddress(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (error: NodeJS.ErrnoException) => {
+      const where = `port ${port} on ${host}`;
+      if (error.code === 'EADDRINUSE')
+        reject(new StartupError(`${where} is already in use: stop the other process or pass --port`));
+      else if (error.code === 'EACCES')
+        reject(new StartupError(`${where} needs privileges to bind: pass a --port above 1023`));
+      else if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND' || error.code === 'EAI_AGAIN')
+        reject(new StartupError(`${host} is not an address of this machine: pass --host (e.g. 127.0.0.1)`));
+      else reject(error);
+    });
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
+  });
 }
 
 /** Shared counters in Redis when REDIS_URL is set (several instances), else in this process. */

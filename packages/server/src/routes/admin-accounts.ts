@@ -10,6 +10,7 @@ import { methodNotAllowed } from '../plugins/protocol.js';
 import {
   adminProblems,
   BODY_STATUSES,
+  headers,
   type NamedSchema,
   ref,
   response,
@@ -158,7 +159,7 @@ export async function accountOr404(ctx: AppContext, id: string): Promise<Account
   return account;
 }
 
-/** `/admin/v1/accounts…` — create, read, change, rotate the secret (CONTRACT §5). */
+/** `/admin/v1/accounts…` — create, read, change, delete, rotate the secret (CONTRACT §5). */
 export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const tags = ['operator'];
   const security = SECURITY.admin;
@@ -234,7 +235,30 @@ export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext):
       return accountWire(updated);
     },
   );
-  methodNotAllowed(app, '/accounts/:id', ['GET', 'PATCH']);
+  app.delete(
+    '/accounts/:id',
+    {
+      schema: {
+        operationId: 'deleteAccount',
+        summary:
+          'Delete the account and all its data (messages, contacts, receipt events, deliveries, parked receipts); its key stops working at once',
+        tags,
+        security,
+        params: IdParams,
+        response: {
+          204: { description: 'Deleted', type: 'null', headers: headers([]) },
+          ...adminProblems([404]),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { id } = await accountOr404(ctx, (request.params as { id: string }).id);
+      if (!(await ctx.store.deleteAccount(id))) throw new ApiError('not_found', `no account ${id}`);
+      await ctx.limits.clear(id);
+      return reply.code(204).send();
+    },
+  );
+  methodNotAllowed(app, '/accounts/:id', ['GET', 'PATCH', 'DELETE']);
 
   app.post(
     '/accounts/:id/secret',

@@ -226,7 +226,8 @@ const HEADERS = {
 } as const;
 export type HeaderName = keyof typeof HEADERS;
 
-const headers = (names: readonly HeaderName[]) =>
+/** The documented headers of a response: X-Request-Id and `names`. */
+export const headers = (names: readonly HeaderName[]) =>
   Object.fromEntries([...new Set(['X-Request-Id' as const, ...names])].map((name) => [name, HEADERS[name]]));
 
 /**

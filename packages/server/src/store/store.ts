@@ -138,6 +138,12 @@ export interface Store {
    */
   updateAccount(id: string, patch: AccountPatch): Promise<Account | null>;
   setSecretHash(id: string, secretHash: Buffer): Promise<Account | null>;
+  /**
+   * Deletes the account and everything of it (messages, contacts, identities, conversations, receipt events,
+   * deliveries and their attempts, parked receipts) in one transaction; its key is unknown from then on.
+   * False when there is no such account.
+   */
+  deleteAccount(id: string): Promise<boolean>;
 
   /**
    * Applies a batch of messages in order, in one transaction, all or nothing (domain/plan-messages.ts). Returns

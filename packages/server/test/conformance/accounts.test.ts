@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { newId } from '../../src/domain/ids.js';
 import { DuplicateKeyError } from '../../src/store/store.js';
 import { engines } from '../support/engines.js';
-import { NOW, newAccount, useStore } from './fixtures.js';
+import { at, ingest, ingestReceipts, NOW, newAccount, receipt, sms, useStore } from './fixtures.js';
 
 describe.each(engines())('$name store: accounts', (engine) => {
   const store = useStore(engine);
@@ -208,5 +208,88 @@ describe.each(engines())('$name store: accounts', (engine) => {
     expect(other?.name).toBe('B');
     expect(other?.callbackUrl).toBeNull();
     expect(Buffer.from(other?.secretHash ?? []).equals(b.secretHash)).toBe(true);
+  });
+
+  it('deletes an account with all its data in one go, and leaves the others untouched', async () => {
+    const withData = async (name: string) => {
+      const account = await store().createAccount(
+        newAccount({ name, callbackUrl: 'https://hooks.example/dlr', callbackSecret: 'sealed-secret' }),
+      );
+      await ingest(store(), account.id, [
+        sms('m-1', '447700900001'),
+        sms('m-2', '447700900002'),
+        { id: 'w-1', channel: 'WHATSAPP', channelUserId: '447700900003', createdAt: NOW, text: 'hi' },
+      ]);
+      // An event with its delivery, and one parked receipt (its message has not arrived).
+      const outcome = await ingestReceipts(store(), account.id, [
+        receipt('m-1', 'delivered', at(1)),
+        receipt('m-9', 'delivered', at(1), { to: '447700900009' }),
+      ]);
+      expect(outcome).toMatchObject({ applied: 1, unknown: [{ messageId: 'm-9' }] });
+      return account;
+    };
+    const gone = await withData('Gone');
+    const kept = await withData('Kept');
+    // One attempt each, so both have delivery_attempts rows.
+    const claimed = await store().claimDeliveries({
+      now: at(10),
+      limit: 10,
+      perAccount: 10,
+      inFlight: new Map(),
+      leaseUntil: at(40),
+      lease: 'lease-1',
+    });
+    expect(claimed).toHaveLength(2);
+    for (const claim of claimed) {
+      await store().finishAttempt(claim, {
+        attempt: { at: at(11), httpStatus: 500, error: null, durationMs: 3 },
+        next: { state: 'pending', at: at(60) },
+      });
+    }
+    const snapshot = async (accountId: string) => ({
+      account: await store().getAccount(accountId),
+      dlr: await store().findDlr(accountId, 'm-1'),
+      messages: await store().findMessagesByIds(accountId, ['m-1', 'm-2', 'w-1']),
+      contact: await store().resolveContact(accountId, 'WHATSAPP', '447700900003'),
+      events: await store().listReceiptEvents(accountId, 0, 10),
+      deliveries: await store().listDeliveries(accountId, { limit: 10 }),
+    });
+    const keptBefore = await snapshot(kept.id);
+    expect(keptBefore.deliveries[0]?.attempts).toBe(1);
+
+    expect(await store().deleteAccount(gone.id)).toBe(true);
+
+    expect(await store().getAccount(gone.id)).toBeNull();
+    expect(await store().getAccountByKey(gone.key)).toBeNull();
+    expect(await store().getCallbackSecrets(gone.id)).toBeNull();
+    expect(await snapshot(gone.id)).toStrictEqual({
+      account: null,
+      dlr: [],
+      messages: [],
+      contact: null,
+      events: [],
+      deliveries: [],
+    });
+    expect(await snapshot(kept.id)).toStrictEqual(keptBefore);
+    expect((await store().getAccountByKey(kept.key))?.id).toBe(kept.id);
+    // The kept account's parked receipt is still there: its message applies it.
+    await ingest(store(), kept.id, [sms('m-9', '447700900009')]);
+    expect((await store().findDlr(kept.id, 'm-9'))[0]?.sms?.receipt?.drStatuscode).toBe('delivered');
+    // Nothing of the deleted one survives under its id: the same records start afresh, no parked receipt
+    // applies, no event or delivery is left.
+    await store().createAccount(newAccount({ id: gone.id }));
+    await ingest(store(), gone.id, [sms('m-1', '447700900001'), sms('m-9', '447700900009')]);
+    expect((await store().findDlr(gone.id, 'm-9'))[0]?.sms?.receipt).toBeNull();
+    expect((await store().findDlr(gone.id, 'm-1'))[0]?.sms?.receipt).toBeNull();
+    expect(await store().listReceiptEvents(gone.id, 0, 10)).toStrictEqual([]);
+    expect(await store().listDeliveries(gone.id, { limit: 10 })).toStrictEqual([]);
+  });
+
+  it('answers false when deleting an account that does not exist', async () => {
+    const account = await store().createAccount(newAccount());
+    expect(await store().deleteAccount(newId())).toBe(false);
+    expect(await store().deleteAccount('not-a-uuid')).toBe(false);
+    expect(await store().deleteAccount(account.id)).toBe(true);
+    expect(await store().deleteAccount(account.id)).toBe(false);
   });
 });

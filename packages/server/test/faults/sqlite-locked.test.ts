@@ -70,6 +70,7 @@ describe('SQLite locked by another connection', () => {
     const healthMs = Date.now() - health;
     expect(healthz.statusCode).toBe(200);
     expect(healthMs).toBeLessThan(TIMEOUT_MS / 2);
+    console.log(`/healthz while SQLite was locked: ${healthMs} ms`);
     const read = await app.inject(`/dlr?key=${account.key}&secret=${account.secret}&messageid=before`);
     expect(read.statusCode).toBe(200);
     expect((read.json() as unknown[]).length).toBe(1);

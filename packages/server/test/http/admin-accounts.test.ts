@@ -27,10 +27,11 @@ function expectProblem(res: LightMyRequestResponse, status: number, code: string
   return body;
 }
 
-const ADMIN_PATHS: ['GET' | 'POST' | 'PATCH', string][] = [
+const ADMIN_PATHS: ['GET' | 'POST' | 'PATCH' | 'DELETE', string][] = [
   ['POST', '/admin/v1/accounts'],
   ['GET', `/admin/v1/accounts/${MISSING}`],
   ['PATCH', `/admin/v1/accounts/${MISSING}`],
+  ['DELETE', `/admin/v1/accounts/${MISSING}`],
   ['POST', `/admin/v1/accounts/${MISSING}/secret`],
   ['POST', `/admin/v1/accounts/${MISSING}/messages`],
   ['POST', `/admin/v1/accounts/${MISSING}/receipts`],
@@ -50,7 +51,7 @@ describe.each(engines())('$name operator API: accounts', (engine) => {
           method,
           url,
           ...(authorization ? { headers: { authorization } } : {}),
-          ...(method === 'GET' ? {} : { payload: { name: 'Acme' } }),
+          ...(method === 'GET' || method === 'DELETE' ? {} : { payload: { name: 'Acme' } }),
         });
         expectProblem(res, 404, 'not_found');
       }
@@ -79,7 +80,7 @@ describe.each(engines())('$name operator API: accounts', (engine) => {
             method,
             url,
             headers,
-            ...(method === 'GET' ? {} : { payload: { name: 'Acme' } }),
+            ...(method === 'GET' || method === 'DELETE' ? {} : { payload: { name: 'Acme' } }),
           });
           const body = expectProblem(res, 401, 'unauthorized');
           expect(JSON.stringify(body)).not.toContain(ADMIN_TOKEN);
@@ -356,12 +357,47 @@ describe.each(engines())('$name operator API: accounts', (engine) => {
       });
     });
 
+    describe('DELETE /admin/v1/accounts/{id}', () => {
+      it('deletes the account and its data; its key stops working at once', async () => {
+        const gone = await h().createAccount({ callbackUrl: 'https://hooks.example/dlr' });
+        const kept = await h().createAccount();
+        for (const account of [gone, kept]) {
+          expect(
+            (await h().ingest(account.id, [{ id: 'm-1', channel: 'SMS', channelUserId: '447700900001' }]))
+              .statusCode,
+          ).toBe(200);
+          const receipts = [{ messageId: 'm-1', drStatuscode: 'delivered' }];
+          expect((await h().receipts(account.id, receipts)).statusCode).toBe(200);
+        }
+        const dlr = (account: { key: string; secret: string }) =>
+          h().inject(`/dlr?key=${account.key}&secret=${account.secret}&messageid=m-1`);
+        expect((await dlr(gone)).json()).toMatchObject([{ drStatuscode: 'delivered' }]);
+
+        const res = await h().admin('DELETE', `/admin/v1/accounts/${gone.id.toUpperCase()}`);
+        expect(res.statusCode, res.body).toBe(204);
+        expect(res.body).toBe('');
+        expectProblem(await h().admin('GET', `/admin/v1/accounts/${gone.id}`), 404, 'not_found');
+        expect((await dlr(gone)).json()).toStrictEqual({ code: 4, descr: 'Invalid credentials' });
+        expectProblem(await h().admin('DELETE', `/admin/v1/accounts/${gone.id}`), 404, 'not_found');
+        expect(await h().store.findDlr(gone.id, 'm-1')).toStrictEqual([]);
+        expect(await h().store.listDeliveries(gone.id, { limit: 10 })).toStrictEqual([]);
+
+        expect((await dlr(kept)).json()).toMatchObject([{ drStatuscode: 'delivered' }]);
+        expect((await h().admin('GET', `/admin/v1/accounts/${kept.id}`)).statusCode).toBe(200);
+      });
+
+      it('answers 404 for an unknown or malformed id', async () => {
+        expectProblem(await h().admin('DELETE', `/admin/v1/accounts/${MISSING}`), 404, 'not_found');
+        expectProblem(await h().admin('DELETE', '/admin/v1/accounts/not-a-uuid'), 404, 'not_found');
+      });
+    });
+
     describe('methods', () => {
       const wrongMethods: [string, string, string][] = [
         ['GET', '/admin/v1/accounts', 'POST'],
         ['DELETE', '/admin/v1/accounts', 'POST'],
-        ['DELETE', `/admin/v1/accounts/${MISSING}`, 'GET, HEAD, PATCH'],
-        ['PUT', `/admin/v1/accounts/${MISSING}`, 'GET, HEAD, PATCH'],
+        ['PUT', `/admin/v1/accounts/${MISSING}`, 'DELETE, GET, HEAD, PATCH'],
+        ['POST', `/admin/v1/accounts/${MISSING}`, 'DELETE, GET, HEAD, PATCH'],
         ['GET', `/admin/v1/accounts/${MISSING}/secret`, 'POST'],
         ['GET', `/admin/v1/accounts/${MISSING}/messages`, 'POST'],
         ['PUT', `/admin/v1/accounts/${MISSING}/receipts`, 'POST'],

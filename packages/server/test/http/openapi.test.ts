@@ -31,6 +31,7 @@ const OPERATOR: [string, string][] = [
   ['post', '/admin/v1/accounts'],
   ['get', '/admin/v1/accounts/{id}'],
   ['patch', '/admin/v1/accounts/{id}'],
+  ['delete', '/admin/v1/accounts/{id}'],
   ['post', '/admin/v1/accounts/{id}/secret'],
   ['post', '/admin/v1/accounts/{id}/messages'],
   ['post', '/admin/v1/accounts/{id}/receipts'],

@@ -26,7 +26,11 @@ export interface Harness {
   /** Moves the injected clock. */
   advance(ms: number): void;
   inject(options: InjectOptions | string): Promise<LightMyRequestResponse>;
-  admin(method: 'GET' | 'POST' | 'PATCH', url: string, body?: unknown): Promise<LightMyRequestResponse>;
+  admin(
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    url: string,
+    body?: unknown,
+  ): Promise<LightMyRequestResponse>;
   createAccount(body?: Record<string, unknown>): Promise<CreatedAccount>;
   ingest(accountId: string, messages: unknown[]): Promise<LightMyRequestResponse>;
   receipts(accountId: string, receipts: unknown[]): Promise<LightMyRequestResponse>;
@@ -55,7 +59,7 @@ export async function startHarness(
     },
   });
   const app = await buildApp({ config, store, pepper: PEPPER, clock: () => now, logStream });
-  const admin = (method: 'GET' | 'POST' | 'PATCH', url: string, body?: unknown) =>
+  const admin = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown) =>
     app.inject({
       method,
       url,

@@ -50,6 +50,19 @@ export interface PostgresStoreOptions {
 /** How long a metrics scrape waits for fresh queue counts before it takes the last ones (see outboxStats). */
 const STATS_WAIT_MS = 100;
 
+/** The tables holding an account's data, children before their parents (deleteAccount). */
+const ACCOUNT_TABLES = [
+  'delivery_attempts',
+  'deliveries',
+  'receipt_events',
+  'parked_receipts',
+  'message_keys',
+  'messages',
+  'identities',
+  'conversations',
+  'contacts',
+] as const;
+
 /** Store calls that are maintenance, not requests: not bounded by `timeoutMs` (see deadline.ts). */
 const MAINTENANCE = new Set(['migrate', 'prune']);
 
@@ -235,6 +248,34 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
         [id, secretHash],
       );
       return row ? accountFromRow(row) : null;
+    },
+    async deleteAccount(id) {
+      if (!isUuid(id)) return false;
+      return inTransaction(primary, async (client) => {
+        // The account row is locked first: a receipt ingest (which updates it) or a new contact (whose foreign
+        // key locks it) waits, then finds the account gone. Children go before their parents: identities and
+        // conversations refer to contacts, messages to conversations, so a message ingested into an existing
+        // conversation meanwhile fails this delete on its foreign key rather than outliving the account.
+        const found = await client.query({
+          name: 'wb_delete_account_lock',
+          text: 'SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE',
+          values: [id],
+        });
+        if (found.rowCount === 0) return { commit: false, value: false };
+        for (const table of ACCOUNT_TABLES) {
+          await client.query({
+            name: `wb_delete_account_${table}`,
+            text: `DELETE FROM ${table} WHERE account_id = $1`,
+            values: [id],
+          });
+        }
+        await client.query({
+          name: 'wb_delete_account',
+          text: 'DELETE FROM accounts WHERE id = $1',
+          values: [id],
+        });
+        return { commit: true, value: true };
+      });
     },
 
     async ingestMessages(accountId, items, now, options) {

@@ -110,6 +110,11 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
   const redeliver = db.transaction((accountId: string, id: string, now: Date) =>
     outboxOps.redeliver(outbox, accountId, id, now),
   );
+  const deleteAccount = db.transaction((id: string) => {
+    if (!sql.accountById.get(id)) return false;
+    for (const statement of sql.deleteAccountData) statement.run(id);
+    return sql.deleteAccountRow.run(id).changes > 0;
+  });
   const prune = db.transaction((cutoff: number) => {
     outbox.pruneAttempts.run(cutoff);
     outbox.pruneDeliveries.run(cutoff);
@@ -216,6 +221,9 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     async setSecretHash(id, secretHash) {
       const row = sql.setSecretHash.get(secretHash, id);
       return row ? accountFromRow(row) : null;
+    },
+    async deleteAccount(id) {
+      return deleteAccount.immediate(id);
     },
 
     async ingestMessages(accountId, items, now, options) {

@@ -91,6 +91,19 @@ export function prepareStatements(db: Database) {
        VALUES (@id, @name, @key, @secret_hash, @ip_whitelist, @dlr_query_enabled, @balance, @credit_limit,
                @callback_url, @callback_enabled, @created_at, @callback_secret)`,
     ),
+    // Children first: the foreign keys point from identities and conversations to contacts, and from messages
+    // to conversations. The account row goes last (deleteAccountRow).
+    deleteAccountData: [
+      'delivery_attempts',
+      'deliveries',
+      'receipt_events',
+      'parked_receipts',
+      'messages',
+      'identities',
+      'conversations',
+      'contacts',
+    ].map((table) => prepare<[string]>(`DELETE FROM ${table} WHERE account_id = ?`)),
+    deleteAccountRow: prepare<[string]>('DELETE FROM accounts WHERE id = ?'),
     anyAccount: prepare<[], { one: number }>('SELECT 1 AS one FROM accounts LIMIT 1'),
     accountById: prepare<[string], AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = ?`),
     accountByKey: prepare<[string], AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE key = ?`),
