@@ -1530,8 +1530,17 @@ function exchange(port: number, bytes: Buffer, deadlineMs: number): Promise<RawR
   });
 }
 
-/** The first response of an answer: status, lower-cased headers and body. */
-function firstResponse(answer: Buffer, head: boolean) {
+/**
+ * The first final response of an answer: status, lower-cased headers and body. Interim 1xx responses (Node's
+ * automatic `100 Continue` to `Expect: 100-continue`) are skipped: they carry no body and no headers of ours.
+ */
+function firstResponse(whole: Buffer, head: boolean) {
+  let answer = whole;
+  while (/^HTTP\/1\.[01] 1\d\d /.test(answer.subarray(0, 16).toString('latin1'))) {
+    const end = answer.indexOf('\r\n\r\n');
+    if (end < 0) break;
+    answer = answer.subarray(end + 4);
+  }
   const text = answer.toString('latin1');
   const end = text.indexOf('\r\n\r\n');
   const headText = end < 0 ? text : text.slice(0, end);
