@@ -163,9 +163,7 @@ export async function upsertRecords(
              dr_errcode = EXCLUDED.dr_errcode, dr_time = EXCLUDED.dr_time`,
     values: [
       accountId,
-      records.map((r) => r.id),
-      records.map((r) => r.channelUserId),
-      records.map((r) => r.createdAt.toISOString()),
+      ...keyColumns(records),
       records.map((r) => r.channel),
       records.map((r) => r.direction),
       records.map((r) => r.contactId),
@@ -174,13 +172,7 @@ export async function upsertRecords(
       records.map((r) => r.text),
       records.map((r) => (r.content === null ? null : JSON.stringify(r.content))),
       records.map((r) => r.status),
-      records.map((r) => r.sms?.status ?? null),
-      records.map((r) => r.sms?.network ?? null),
-      records.map((r) => r.sms?.price ?? null),
-      records.map((r) => r.sms?.counts ?? null),
-      records.map((r) => r.sms?.receipt?.drStatuscode ?? null),
-      records.map((r) => r.sms?.receipt?.drErrcode ?? null),
-      records.map((r) => r.sms?.receipt?.drTime.toISOString() ?? null),
+      ...smsColumns(records),
     ],
   });
 }
@@ -205,18 +197,24 @@ export async function updateSmsState(
                dr_time)
            WHERE m.account_id = $1 AND m.id = u.id AND m.channel_user_id = u.channel_user_id
              AND m.created_at = u.created_at`,
-    values: [
-      accountId,
-      records.map((r) => r.id),
-      records.map((r) => r.channelUserId),
-      records.map((r) => r.createdAt.toISOString()),
-      records.map((r) => r.sms?.status ?? null),
-      records.map((r) => r.sms?.network ?? null),
-      records.map((r) => r.sms?.price ?? null),
-      records.map((r) => r.sms?.counts ?? null),
-      records.map((r) => r.sms?.receipt?.drStatuscode ?? null),
-      records.map((r) => r.sms?.receipt?.drErrcode ?? null),
-      records.map((r) => r.sms?.receipt?.drTime.toISOString() ?? null),
-    ],
+    values: [accountId, ...keyColumns(records), ...smsColumns(records)],
   });
 }
+
+/** A record's full primary key (account aside) as `unnest` arrays: id, channel_user_id, created_at. */
+const keyColumns = (records: readonly StoredMessage[]) => [
+  records.map((r) => r.id),
+  records.map((r) => r.channelUserId),
+  records.map((r) => r.createdAt.toISOString()),
+];
+
+/** The SMS and receipt columns as `unnest` arrays, in table order: sms_status … dr_time. */
+const smsColumns = (records: readonly StoredMessage[]) => [
+  records.map((r) => r.sms?.status ?? null),
+  records.map((r) => r.sms?.network ?? null),
+  records.map((r) => r.sms?.price ?? null),
+  records.map((r) => r.sms?.counts ?? null),
+  records.map((r) => r.sms?.receipt?.drStatuscode ?? null),
+  records.map((r) => r.sms?.receipt?.drErrcode ?? null),
+  records.map((r) => r.sms?.receipt?.drTime.toISOString() ?? null),
+];
