@@ -14,7 +14,12 @@ function plans(): Map<string, string> {
   migrate(db);
   const found = new Map<string, string>();
   const walk = (value: unknown, name: string) => {
-    if (value !== null && typeof value === 'object' && 'source' in value && typeof value.source === 'string') {
+    if (
+      value !== null &&
+      typeof value === 'object' &&
+      'source' in value &&
+      typeof value.source === 'string'
+    ) {
       const source = value.source;
       if (!/^\s*(SELECT|UPDATE|DELETE|WITH|INSERT)/i.test(source)) return;
       const named = [...source.matchAll(/@(\w+)/g)].map((m) => m[1] as string);
