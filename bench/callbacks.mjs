@@ -22,7 +22,11 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const mainJs = resolve(here, '../packages/server/dist/cli/main.js');
+// WAYBILL_SERVER_DIST: another build's dist directory (npm run bench -- --server-dist passes it on).
+const mainJs = resolve(
+  process.env.WAYBILL_SERVER_DIST ?? resolve(here, '../packages/server/dist'),
+  'cli/main.js',
+);
 
 const { values: opts } = parseArgs({
   options: {

@@ -1,410 +1,366 @@
 #!/usr/bin/env node
-// Load benchmarks of the query endpoints, against the built server run as a child process.
+// `npm run bench -- [scenario…] [options]`: every hot path measured from outside, beside the machine's ceiling.
 //
-//   node bench/run.mjs --database-url sqlite:bench/.data/waybill-1m.db \
-//                      --database-url postgres://postgres@127.0.0.1:5432/waybill_bench [--duration 10]
+//   npm run bench                          every scenario on a 1,000,000-recipient SQLite dataset
+//   npm run bench -- dlr --recipients 10000000
+//   npm run bench -- dlr mode1 --database-url postgres://postgres@127.0.0.1:5432/waybill_bench
+//   npm run bench -- --quick               every scenario, small and short: CI's check that they all still run
 //
-// Several --database-url run side by side: every scenario is measured on each engine in turn, in one session,
-// so their ratios share the machine's conditions. Each database must have been filled by bench/seed.mjs; its
-// manifest (account, sample ids and contacts) is found the way seed.mjs writes it, or given with --manifest
-// (once per --database-url, same order).
-//
-// Scenarios (--scenarios, comma-separated; default all):
-//   dlr       GET /dlr?key&secret&messageid=<random sample id>
-//   history   GET /messages?channel&channelUserId=<random sample conversation>&size=20 (Basic auth)
-//   long      page 1 of the long-history contact (≥10,000 messages on one channel), the baseline of `deep`
-//   deep      the same contact, with a cursor ~100 pages back (pages 91–110, rotating)
-//   accesslog /dlr at --connections with WAYBILL_ACCESS_LOG off and on, alternately (off, on, off, on, …)
-// dlr/history/long/deep run twice: 1 connection (per-call latency) and --connections (throughput). Servers run with
-// the access log off except in the accesslog scenario; their stdout (pino) goes to a file in bench/.data/logs.
+// The dataset is generated once (bench/lib/datagen.mjs) and kept in bench/.data/. The built server runs as its
+// own process in its production configuration (`waybill serve`, access log on; rate limit off), pinned to CPU 0;
+// the load comes from another process (bench/lib/loader.mjs) pinned to CPU 1. Each read scenario is measured
+// alternately against Waybill and against the ceiling, a bare node:http server answering the same bytes, in
+// --rounds rounds; the figures are medians over the rounds, and the ratio is Waybill's req/s over the ceiling's.
+// Server CPU per request comes from /proc. docs/benchmarks.md explains the figures and records them.
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import autocannon from 'autocannon';
+import { runIngest } from './lib/ingest-load.mjs';
+import {
+  benchDir,
+  dataDir,
+  postgresCpuMs,
+  repoRoot,
+  startCeiling,
+  startLoader,
+  startWaybill,
+} from './lib/processes.mjs';
+import { READ_SCENARIOS, rawGet, sampleBody } from './lib/scenarios.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const root = resolve(here, '..');
-const mainJs = join(root, 'packages/server/dist/cli/main.js');
+const ALL = [...Object.keys(READ_SCENARIOS), 'workers', 'ingest', 'callbacks'];
 
-const { values: opts } = parseArgs({
+const { values: opts, positionals } = parseArgs({
+  allowPositionals: true,
   options: {
-    'database-url': { type: 'string', multiple: true },
-    manifest: { type: 'string', multiple: true },
-    duration: { type: 'string', default: '10' },
-    warmup: { type: 'string', default: '3' },
-    connections: { type: 'string', default: '16' },
-    scenarios: { type: 'string', default: 'dlr,history,long,deep,accesslog' },
-    rounds: { type: 'string', default: '2' },
-    'deep-pages': { type: 'string', default: '100' },
-    'sqlite-cache-mb': { type: 'string' },
-    server: { type: 'string', default: 'cli' }, // cli | app (bench/server.mjs, buildApp + listen)
+    quick: { type: 'boolean', default: false },
+    recipients: { type: 'string' },
+    'database-url': { type: 'string' },
+    duration: { type: 'string' },
+    warmup: { type: 'string' },
+    rounds: { type: 'string' },
+    connections: { type: 'string', default: '50' },
+    workers: { type: 'string', default: '2' },
+    'server-dist': { type: 'string', default: join(repoRoot, 'packages/server/dist') },
+    'baseline-dist': { type: 'string' },
+    'access-log': { type: 'string', default: 'on' },
+    'ingest-records': { type: 'string' },
+    'cpu-prof': { type: 'string' },
     json: { type: 'string' },
+    help: { type: 'boolean', short: 'h', default: false },
   },
   strict: true,
 });
-const urls = opts['database-url'] ?? [];
-if (urls.length === 0) {
-  console.error('usage: node bench/run.mjs --database-url <url> [--database-url <url>…] [--duration s]');
+if (opts.help) {
+  console.log(
+    readFileSync(new URL(import.meta.url), 'utf8')
+      .split('\nimport ')[0]
+      .replace(/^#!.*\n/, ''),
+  );
+  console.log(`scenarios: ${ALL.join(', ')}`);
+  process.exit(0);
+}
+const unknown = positionals.filter((s) => !ALL.includes(s));
+if (unknown.length > 0) {
+  console.error(`unknown scenario ${unknown.join(', ')}; known: ${ALL.join(', ')}`);
   process.exit(2);
 }
-const DURATION = Number(opts.duration);
-const WARMUP = Number(opts.warmup);
+const QUICK = opts.quick;
+const scenarios = positionals.length > 0 ? positionals : ALL;
+const RECIPIENTS = Number(opts.recipients ?? (QUICK ? 20_000 : 1_000_000));
+const DURATION_S = Number(opts.duration ?? (QUICK ? 1 : 10));
+const WARMUP_S = Number(opts.warmup ?? (QUICK ? 0.3 : 2));
+const ROUNDS = Number(opts.rounds ?? (QUICK ? 1 : 3));
 const CONNECTIONS = Number(opts.connections);
-const ROUNDS = Number(opts.rounds);
-const DEEP_PAGES = Number(opts['deep-pages']);
-const scenarios = new Set(opts.scenarios.split(',').map((s) => s.trim()));
-const logDir = join(here, '.data', 'logs');
-mkdirSync(logDir, { recursive: true });
-
-function manifestPathFor(url) {
-  if (url.startsWith('sqlite:')) return resolve(`${url.slice('sqlite:'.length)}.manifest.json`);
-  const db = new URL(url).pathname.replace(/^\//, '') || 'postgres';
-  return join(here, '.data', `pg-${db}.manifest.json`);
-}
-const engineName = (url) => (url.startsWith('sqlite:') ? 'SQLite' : 'PostgreSQL');
+const WORKERS = Number(opts.workers);
+const INGEST_RECORDS = Number(opts['ingest-records'] ?? (QUICK ? 4_000 : 100_000));
+const dist = resolve(opts['server-dist']);
+const baselineDist = opts['baseline-dist'] ? resolve(opts['baseline-dist']) : null;
+const accessLog = opts['access-log'] !== 'off';
+const errors = [];
 
 // ---------------------------------------------------------------------------------------------------------
-// The server, as a child process.
-const children = new Set();
+// The dataset.
+const quickDir = QUICK ? mkdtempSync(join(os.tmpdir(), 'waybill-bench-')) : null;
 process.on('exit', () => {
-  for (const child of children) child.kill('SIGKILL');
+  if (quickDir) rmSync(quickDir, { recursive: true, force: true });
 });
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.on(signal, () => process.exit(130));
-}
-
-async function startServer(url, manifest, { accessLog, label }) {
-  const logFile = join(logDir, `${label}.log`);
-  const fd = openSync(logFile, 'w');
-  const env = {
-    ...process.env,
-    DATABASE_URL: url,
-    WAYBILL_PEPPER: manifest.pepper,
-    WAYBILL_RATE_PER_SECOND: '0',
-    WAYBILL_LOG_LEVEL: 'info',
-    WAYBILL_ACCESS_LOG: accessLog ? 'on' : 'off',
-    HOST: '127.0.0.1',
-  };
-  if (opts['sqlite-cache-mb']) env.WAYBILL_SQLITE_CACHE_MB = opts['sqlite-cache-mb'];
-  const args =
-    opts.server === 'app' ? [join(here, 'server.mjs')] : [mainJs, 'serve', '--port', '0', '--no-demo'];
-  // stdout goes to a file: the log lines cost the server what they cost in production (a write per line), and
-  // nothing in this process has to drain a pipe while it is generating load.
-  const child = spawn(process.execPath, args, { env, stdio: ['ignore', fd, 'pipe'] });
-  closeSync(fd);
-  children.add(child);
-  let stderr = '';
-  child.stderr.on('data', (d) => {
-    stderr += d;
-  });
-  const exited = new Promise((resolveExit) => child.once('exit', (code) => resolveExit(code)));
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const match = /listening at (http:\/\/[^\s"]+)/.exec(readFileSync(logFile, 'utf8'));
-    if (match) {
-      return {
-        url: match[1],
-        pid: child.pid,
-        databaseUrl: url,
-        logFile,
-        async stop() {
-          child.kill('SIGTERM');
-          await Promise.race([exited, sleep(5000)]);
-          child.kill('SIGKILL');
-          children.delete(child);
-        },
-      };
-    }
-    if (child.exitCode !== null || Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`server ${label} did not start (exit ${child.exitCode}):\n${stderr}`);
-    }
-    await sleep(50);
+const databaseUrl =
+  opts['database-url'] ??
+  `sqlite:${QUICK ? join(quickDir, 'quick.db') : join(dataDir, `bench-${RECIPIENTS}.db`)}`;
+// Where bench/lib/datagen.mjs writes a dataset's manifest: beside a SQLite file, or in bench/.data for PostgreSQL.
+const manifestPath = databaseUrl.startsWith('sqlite:')
+  ? `${resolve(databaseUrl.slice('sqlite:'.length))}.manifest.json`
+  : join(dataDir, `pg-${new URL(databaseUrl).pathname.replace(/^\//, '') || 'postgres'}.manifest.json`);
+let manifest;
+try {
+  manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
+  if (manifest.recipients !== RECIPIENTS && opts.recipients) {
+    throw new Error(`${manifestPath} holds ${manifest.recipients} recipients, not ${RECIPIENTS}`);
   }
+} catch (error) {
+  if (error.code !== 'ENOENT') throw error;
+  console.error(`generating ${RECIPIENTS.toLocaleString('en')} recipients into ${databaseUrl}…`);
+  const { generate } = await import('./lib/datagen.mjs');
+  manifest = await generate({ databaseUrl, recipients: RECIPIENTS });
 }
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** CPU time (user + system, ms) the process has used so far, from /proc (Linux); NaN elsewhere. */
-function cpuMs(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
-  } catch {
-    return Number.NaN;
-  }
-}
-const CLOCK_TICKS = 100; // USER_HZ on Linux
-
-/** CPU time (ms) of the PostgreSQL backends serving database `db` (their command line names it); 0 for SQLite. */
-function backendCpuMs(databaseUrl) {
-  if (databaseUrl.startsWith('sqlite:')) return 0;
-  const db = new URL(databaseUrl).pathname.replace(/^\//, '');
-  let total = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(` ${db} `)) total += cpuMs(pid);
-    } catch {
-      // the process ended meanwhile
-    }
-  }
-  return total;
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Load generation: autocannon, with our own latency record (autocannon's histogram counts whole
-// milliseconds, too coarse for sub-millisecond calls).
-async function load(baseUrl, { connections, duration, nextPath, headers = {} }) {
-  const latencies = [];
-  const instance = autocannon({
-    url: baseUrl,
-    connections,
-    duration,
-    headers,
-    requests: [
-      {
-        setupRequest(req) {
-          req.path = nextPath();
-          return req;
-        },
-      },
-    ],
-  });
-  instance.on('response', (_client, statusCode, _bytes, ms) => {
-    if (statusCode >= 200 && statusCode < 300) latencies.push(ms);
-  });
-  const result = await instance;
-  latencies.sort((a, b) => a - b);
-  const q = (p) =>
-    latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] : NaN;
-  const non2xx = result.non2xx + result.errors + result.timeouts;
-  return {
-    rps: result.requests.total / result.duration,
-    p50: q(0.5),
-    p99: q(0.99),
-    requests: result.requests.total,
-    non2xx,
-    duration: result.duration,
-  };
-}
-
-async function measure(server, spec, { dbCpu = true } = {}) {
-  const baseUrl = server.url;
-  if (WARMUP > 0) await load(baseUrl, { ...spec, duration: WARMUP });
-  const cpuBefore = cpuMs(server.pid);
-  const dbBefore = backendCpuMs(server.databaseUrl);
-  const result = await load(baseUrl, { ...spec, duration: DURATION });
-  // PostgreSQL's backends, per request (a backend that exits during the run is missed: the pool keeps its
-  // connections while busy, so that is rare).
-  result.dbCpuUsPerRequest = dbCpu
-    ? ((backendCpuMs(server.databaseUrl) - dbBefore) * 1000) / result.requests
-    : Number.NaN;
-  // The server process's own CPU per request (PostgreSQL's backends are not counted): steadier than req/s
-  // on a shared machine, since it does not depend on how much CPU the process was given.
-  result.cpuUsPerRequest = ((cpuMs(server.pid) - cpuBefore) * 1000) / result.requests;
-  if (result.non2xx > 0) console.warn(`  ! ${result.non2xx} non-2xx/errors/timeouts`);
-  return result;
-}
-
-// ---------------------------------------------------------------------------------------------------------
-function targets(manifest) {
-  const ids = manifest.sampleMessageIds;
-  const convs = manifest.sampleConversations;
-  const rnd = (n) => Math.floor(Math.random() * n);
-  const auth = `Basic ${Buffer.from(`${manifest.key}:${manifest.secret}`).toString('base64')}`;
-  return {
-    auth,
-    dlrPath: () =>
-      `/dlr?key=${manifest.key}&secret=${manifest.secret}&messageid=${encodeURIComponent(ids[rnd(ids.length)])}`,
-    historyPath: () => {
-      const c = convs[rnd(convs.length)];
-      return `/messages?channel=${c.channel}&channelUserId=${encodeURIComponent(c.channelUserId)}&size=20`;
-    },
-  };
-}
-
-/** Walks the long-history contact back `pages` pages; returns the cursors of pages pages-9 … pages+10. */
-async function deepCursors(baseUrl, manifest, auth) {
-  const { channel, channelUserId } = manifest.longHistory;
-  const base = `${baseUrl}/messages?channel=${channel}&channelUserId=${encodeURIComponent(channelUserId)}&size=20`;
-  const cursors = [];
-  let cursor = null;
-  for (let page = 1; page <= DEEP_PAGES + 10; page++) {
-    const res = await fetch(cursor ? `${base}&cursor=${encodeURIComponent(cursor)}` : base, {
-      headers: { authorization: auth },
-    });
-    if (res.status !== 200) throw new Error(`history page ${page}: HTTP ${res.status} ${await res.text()}`);
-    const body = await res.json();
-    if (!body.hasMore) throw new Error(`the long history ends at page ${page}`);
-    cursor = body.nextCursor;
-    // The cursor that fetches page `page + 1`.
-    if (page + 1 >= DEEP_PAGES - 9) cursors.push(cursor);
-  }
-  return { base, cursors };
-}
-
-// ---------------------------------------------------------------------------------------------------------
-const engines = urls.map((url, k) => {
-  const manifestPath = opts.manifest?.[k] ?? manifestPathFor(url);
-  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
-  return { url, name: engineName(url), manifest, t: targets(manifest) };
-});
-const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
-const rows = [];
-const record = (engine, scenario, connections, r) => {
-  rows.push({ engine: engine.name, scenario, connections, ...r });
-  console.log(
-    `  ${engine.name.padEnd(10)} ${scenario.padEnd(22)} c=${String(connections).padEnd(3)} ` +
-      `${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  ` +
-      `CPU µs/req server ${r.cpuUsPerRequest.toFixed(0)} db ${fmt(r.dbCpuUsPerRequest, 0)}  (${r.requests} requests)`,
-  );
-};
+const engine = databaseUrl.startsWith('sqlite:') ? 'SQLite' : 'PostgreSQL';
 
 console.log(
-  `waybill bench: ${os.cpus().length} × ${os.cpus()[0]?.model}, node ${process.version}, ` +
-    `${DURATION} s per run (+${WARMUP} s warm-up), ${CONNECTIONS} connections for throughput`,
+  `# waybill bench, ${new Date().toISOString().slice(0, 16)}Z: ${os.cpus().length} × ${os.cpus()[0]?.model}, ` +
+    `${Math.round(os.totalmem() / 2 ** 30)} GiB, node ${process.version}\n` +
+    `# ${engine}, ${manifest.recipients.toLocaleString('en')} recipients (${manifest.records.toLocaleString('en')} ` +
+    `records, ${manifest.events.toLocaleString('en')} events); ${CONNECTIONS} connections, ${ROUNDS} round(s) of ` +
+    `${DURATION_S} s (+${WARMUP_S} s warm-up); access log ${accessLog ? 'on' : 'off'}` +
+    (baselineDist ? `; baseline build ${baselineDist}` : ''),
 );
-for (const e of engines) console.log(`  ${e.name}: ${e.url} (${e.manifest.records} records)`);
 
-const mainScenarios = ['dlr', 'history', 'long', 'deep'].filter((s) => scenarios.has(s));
-if (mainScenarios.length > 0) {
-  const servers = [];
-  for (const e of engines)
-    servers.push(await startServer(e.url, e.manifest, { accessLog: false, label: `${e.name}-off` }));
+const fmt = (x, d = 0) =>
+  Number.isFinite(x) ? x.toLocaleString('en', { maximumFractionDigits: d, minimumFractionDigits: d }) : '–';
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0
+    ? Number.NaN
+    : s.length % 2
+      ? s[(s.length - 1) / 2]
+      : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const rows = [];
+
+/** One measurement of `server` by `loader`, with the server's (and PostgreSQL's) CPU per request. */
+async function measure(loader, server, requests) {
+  const cpu0 = server.cpuMs();
+  const db0 = postgresCpuMs(manifest.databaseUrl);
+  const r = await loader.run({
+    host: server.host,
+    port: server.port,
+    connections: CONNECTIONS,
+    warmupMs: WARMUP_S * 1000,
+    durationMs: DURATION_S * 1000,
+    requests,
+  });
+  // CPU is read over warm-up and run alike, so divide by every request the server answered in that time.
+  const answered = r.requests * ((DURATION_S + WARMUP_S) / DURATION_S);
+  r.cpuUsPerRequest = ((server.cpuMs() - cpu0) * 1000) / answered;
+  r.dbCpuUsPerRequest = ((postgresCpuMs(manifest.databaseUrl) - db0) * 1000) / answered;
+  const bad = Object.entries(r.statuses).filter(([s]) => s !== '200');
+  if (bad.length > 0 || r.socketErrors > 0 || r.requests === 0) {
+    errors.push(
+      `${server.label}: ${r.requests} answered, statuses ${JSON.stringify(r.statuses)}, ${r.socketErrors} socket errors`,
+    );
+  }
+  return r;
+}
+
+function summarize(results) {
+  return {
+    rps: median(results.map((r) => r.rps)),
+    p50Ms: median(results.map((r) => r.p50Ms)),
+    p99Ms: median(results.map((r) => r.p99Ms)),
+    cpuUsPerRequest: median(results.map((r) => r.cpuUsPerRequest)),
+    dbCpuUsPerRequest: median(results.map((r) => r.dbCpuUsPerRequest)),
+    loaderCpuShare: median(results.map((r) => r.loaderCpuMs / (r.seconds * 1000 + WARMUP_S * 1000))),
+    requests: results.reduce((s, r) => s + r.requests, 0),
+    rounds: results.map((r) => Math.round(r.rps)),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Read scenarios: Waybill (and the baseline build) and the ceiling, alternately.
+const readNames = scenarios.filter((s) => s in READ_SCENARIOS || s === 'workers');
+if (readNames.length > 0) {
+  const cpuProf = opts['cpu-prof'] ? resolve(opts['cpu-prof']) : undefined;
+  const waybill = await startWaybill({ manifest, dist, accessLog, cpus: '0', label: 'waybill', cpuProf });
+  const baseline = baselineDist
+    ? await startWaybill({ manifest, dist: baselineDist, accessLog, cpus: '0', label: 'baseline' })
+    : null;
+  const loader = startLoader({ cpus: '1' });
+  const costs = new Map();
   try {
-    const deep = [];
-    for (const [k, e] of engines.entries()) {
-      deep[k] = scenarios.has('deep') ? await deepCursors(servers[k].url, e.manifest, e.t.auth) : null;
-    }
-    for (const scenario of mainScenarios) {
-      for (const connections of [1, CONNECTIONS]) {
-        // Engines alternate within each scenario, so their figures come from the same few minutes.
-        for (const [k, e] of engines.entries()) {
-          let spec;
-          if (scenario === 'dlr') spec = { nextPath: e.t.dlrPath };
-          else if (scenario === 'history')
-            spec = { nextPath: e.t.historyPath, headers: { authorization: e.t.auth } };
-          else if (scenario === 'long') {
-            const { channel, channelUserId } = e.manifest.longHistory;
-            const path = `/messages?channel=${channel}&channelUserId=${encodeURIComponent(channelUserId)}&size=20`;
-            spec = { nextPath: () => path, headers: { authorization: e.t.auth } };
-          } else {
-            const { base, cursors } = deep[k];
-            const path = new URL(base).pathname + new URL(base).search;
-            let n = 0;
-            spec = {
-              nextPath: () => `${path}&cursor=${encodeURIComponent(cursors[n++ % cursors.length])}`,
-              headers: { authorization: e.t.auth },
-            };
-          }
-          const label = {
-            dlr: '/dlr',
-            history: 'history page 1',
-            long: 'long history, page 1',
-            deep: `long history, page ~${DEEP_PAGES}`,
-          }[scenario];
-          record(e, label, connections, await measure(servers[k], { ...spec, connections }));
+    for (const name of readNames.filter((s) => s !== 'workers')) {
+      const scenario = READ_SCENARIOS[name];
+      const paths = await scenario.requests(manifest, waybill.url);
+      const requests = paths.map(({ path, headers }) => rawGet(path, headers));
+      const body = await sampleBody(waybill.url, paths);
+      const ceiling = await startCeiling({ body, cpus: '0', label: `ceiling-${name}` });
+      const got = { waybill: [], ceiling: [], baseline: [] };
+      try {
+        for (let round = 0; round < ROUNDS; round++) {
+          got.ceiling.push(await measure(loader, ceiling, requests));
+          got.waybill.push(await measure(loader, waybill, requests));
+          if (baseline) got.baseline.push(await measure(loader, baseline, requests));
         }
+      } finally {
+        await ceiling.stop();
       }
+      const w = summarize(got.waybill);
+      const c = summarize(got.ceiling);
+      const b = baseline ? summarize(got.baseline) : null;
+      costs.set(name, w);
+      const row = {
+        scenario: name,
+        title: scenario.title,
+        bodyBytes: body.length,
+        waybill: w,
+        ceiling: c,
+        ratio: w.rps / c.rps,
+        ...(b ? { baseline: b, baselineRatio: b.rps / c.rps } : {}),
+        target: scenario.target ?? null,
+      };
+      if (scenario.target?.costOf && costs.has(scenario.target.costOf)) {
+        const first = costs.get(scenario.target.costOf);
+        row.costRatio = w.cpuUsPerRequest / first.cpuUsPerRequest;
+        row.rpsRatio = first.rps / w.rps;
+      }
+      if (name === 'dlr' || name === 'dlr-missing') row.serverRssMb = waybill.rssBytes() / 2 ** 20;
+      rows.push(row);
+      printRow(row);
     }
   } finally {
-    for (const s of servers) await s.stop();
+    await waybill.stop();
+    await baseline?.stop();
+    loader.stop();
+  }
+
+  if (readNames.includes('workers')) {
+    // `waybill serve --workers N` takes both cores, so its loader is not pinned; it is held against the
+    // single-process ceiling, measured as in the dlr scenario (server on CPU 0, loader on CPU 1).
+    const paths = await READ_SCENARIOS.dlr.requests(manifest);
+    const requests = paths.map(({ path, headers }) => rawGet(path, headers));
+    const cluster = await startWaybill({
+      manifest,
+      dist,
+      accessLog,
+      workers: WORKERS,
+      label: 'waybill-workers',
+    });
+    const body = await sampleBody(cluster.url, paths);
+    const ceiling = await startCeiling({ body, cpus: '0', label: 'ceiling-workers' });
+    const pinnedLoader = startLoader({ cpus: '1' });
+    const freeLoader = startLoader();
+    const got = { waybill: [], ceiling: [] };
+    try {
+      for (let round = 0; round < ROUNDS; round++) {
+        got.ceiling.push(await measure(pinnedLoader, ceiling, requests));
+        got.waybill.push(await measure(freeLoader, cluster, requests));
+      }
+    } finally {
+      await ceiling.stop();
+      await cluster.stop();
+      pinnedLoader.stop();
+      freeLoader.stop();
+    }
+    const w = summarize(got.waybill);
+    const c = summarize(got.ceiling);
+    const row = {
+      scenario: 'workers',
+      title: `/dlr, --workers ${WORKERS} (both cores) vs the one-core ceiling`,
+      bodyBytes: body.length,
+      waybill: w,
+      ceiling: c,
+      ratio: w.rps / c.rps,
+      target: { ratio: 0.7 },
+    };
+    rows.push(row);
+    printRow(row);
   }
 }
 
-const accessLogRatios = [];
-if (scenarios.has('accesslog')) {
-  for (const e of engines) {
-    const off = await startServer(e.url, e.manifest, { accessLog: false, label: `${e.name}-accesslog-off` });
-    const on = await startServer(e.url, e.manifest, { accessLog: true, label: `${e.name}-accesslog-on` });
-    try {
-      const got = { off: [], on: [] };
-      for (let round = 0; round < ROUNDS; round++) {
-        for (const [mode, server] of [
-          ['off', off],
-          ['on', on],
-        ]) {
-          // Two servers share the database here, and the idle one's pool closes connections meanwhile: the
-          // backends' CPU cannot be told apart, so it is not reported.
-          const r = await measure(
-            server,
-            { nextPath: e.t.dlrPath, connections: CONNECTIONS },
-            { dbCpu: false },
-          );
-          got[`${mode}Cpu`] = [...(got[`${mode}Cpu`] ?? []), r.cpuUsPerRequest];
-          got[mode].push(r.rps);
-          record(e, `/dlr access log ${mode}`, CONNECTIONS, r);
-        }
-      }
-      const mean = (xs) => xs.reduce((s, x) => s + x, 0) / xs.length;
-      const pairs = got.on.map((on, i) => on / got.off[i]);
-      const cpuRatio = mean(got.onCpu) / mean(got.offCpu);
-      accessLogRatios.push({
-        engine: e.name,
-        off: mean(got.off),
-        on: mean(got.on),
-        ratio: mean(got.on) / mean(got.off),
-        pairRatios: pairs,
-        cpuRatio,
-      });
-    } finally {
-      await off.stop();
-      await on.stop();
+function printRow(r) {
+  const w = r.waybill;
+  const c = r.ceiling;
+  let line =
+    `${r.scenario.padEnd(14)} ${fmt(w.rps).padStart(7)} req/s  p50 ${fmt(w.p50Ms, 2)} p99 ${fmt(w.p99Ms, 2)} ms  ` +
+    `${fmt(w.cpuUsPerRequest)} µs CPU/req | ceiling ${fmt(c.rps).padStart(7)} req/s ${fmt(c.cpuUsPerRequest)} µs | ` +
+    `ratio ${fmt(r.ratio, 2)}`;
+  if (r.baseline) line += ` (baseline build ${fmt(r.baselineRatio, 2)})`;
+  if (r.costRatio !== undefined) line += ` | cost ×${fmt(r.costRatio, 2)} of ${r.target.costOf}`;
+  if (r.serverRssMb !== undefined) line += ` | RSS ${fmt(r.serverRssMb)} MB`;
+  if (engine === 'PostgreSQL') line += ` | PostgreSQL ${fmt(w.dbCpuUsPerRequest)} µs/req`;
+  line += ` | loader CPU ${fmt(w.loaderCpuShare * 100)}%`;
+  console.log(line);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Ingest through the operator API, and callback deliveries.
+if (scenarios.includes('ingest')) {
+  const waybill = await startWaybill({ manifest, dist, accessLog, cpus: '0', label: 'waybill-ingest' });
+  try {
+    const r = await runIngest({
+      baseUrl: waybill.url,
+      server: waybill,
+      databaseUrl: manifest.databaseUrl,
+      records: INGEST_RECORDS,
+    });
+    for (const kind of ['messages', 'receipts']) {
+      const k = r[kind];
+      const row = { scenario: `ingest-${kind}`, title: `operator API, ${kind}, batches of 1,000`, ingest: k };
+      rows.push(row);
+      console.log(
+        `${row.scenario.padEnd(16)} ${fmt(k.recordsPerSecond).padStart(7)} records/s  ` +
+          `batch p50 ${fmt(k.p50Ms)} p99 ${fmt(k.p99Ms)} ms  ${fmt(k.cpuMsPer1000, 1)} ms CPU per 1,000`,
+      );
+      if (k.failures > 0) errors.push(`ingest ${kind}: ${k.failures} failed batches`);
     }
+  } finally {
+    await waybill.stop();
+  }
+}
+
+if (scenarios.includes('callbacks')) {
+  const n = QUICK ? 500 : 20_000;
+  const args = [join(benchDir, 'callbacks.mjs'), '--n', String(n), '--json'];
+  if (!QUICK && engine === 'PostgreSQL') args.push('--database-url', manifest.databaseUrl);
+  const out = await new Promise((resolveRun, reject) => {
+    const child = spawn(process.execPath, args, {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, WAYBILL_SERVER_DIST: dist },
+    });
+    let text = '';
+    child.stdout.on('data', (d) => {
+      text += d;
+    });
+    child.on('exit', (code) =>
+      code === 0 ? resolveRun(text) : reject(new Error(`callbacks bench exited ${code}`)),
+    );
+  }).catch((error) => {
+    errors.push(String(error.message));
+    return null;
+  });
+  if (out) {
+    const r = JSON.parse(out.trim().split('\n').at(-1));
+    rows.push({ scenario: 'callbacks', title: 'callback deliveries to a local receiver', callbacks: r });
+    console.log(
+      `callbacks        ${fmt(r.deliveriesPerS).padStart(7)} deliveries/s  lag p50 ${r.lagP50Ms} p99 ${r.lagP99Ms} ms  ` +
+        `(${r.n} receipts, ${r.repeats} repeats)`,
+    );
   }
 }
 
 // ---------------------------------------------------------------------------------------------------------
 console.log(
-  '\n| engine | scenario | connections | req/s | p50 ms | p99 ms | server CPU µs/req | PostgreSQL CPU µs/req | requests |',
+  '\n| scenario | Waybill req/s | p50 ms | p99 ms | server CPU µs/req | ceiling req/s | ratio | target |',
 );
-console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|');
-for (const r of rows) {
+console.log('|---|---:|---:|---:|---:|---:|---:|---|');
+for (const r of rows.filter((x) => x.waybill)) {
+  const t = r.target;
+  const target = !t
+    ? ''
+    : t.ratio
+      ? `≥ ${t.ratio}×${t.p99Ms ? `, p99 ≤ ${t.p99Ms} ms` : ''}`
+      : `cost ≤ ${t.costRatio}× ${t.costOf}: ×${fmt(r.costRatio, 2)}`;
   console.log(
-    `| ${r.engine} | ${r.scenario} | ${r.connections} | ${fmt(r.rps, 0)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.cpuUsPerRequest, 0)} | ${r.engine === 'SQLite' ? '–' : fmt(r.dbCpuUsPerRequest, 0)} | ${r.requests} |`,
+    `| ${r.title} | ${fmt(r.waybill.rps)} | ${fmt(r.waybill.p50Ms, 2)} | ${fmt(r.waybill.p99Ms, 2)} | ${fmt(r.waybill.cpuUsPerRequest)} | ${fmt(r.ceiling.rps)} | **${fmt(r.ratio, 2)}×**${r.baseline ? ` (was ${fmt(r.baselineRatio, 2)}×)` : ''} | ${target} |`,
   );
-}
-if (engines.length > 1) {
-  console.log(
-    '\n| scenario | connections | ' +
-      engines.map((e) => `${e.name} req/s`).join(' | ') +
-      ` | ${engines[1].name} / ${engines[0].name} |`,
-  );
-  console.log(`|---|---:|${engines.map(() => '---:|').join('')}---:|`);
-  const keyed = new Map();
-  for (const r of rows) {
-    if (r.scenario.startsWith('/dlr access log')) continue;
-    const key = `${r.scenario}\u0000${r.connections}`;
-    keyed.set(key, { ...(keyed.get(key) ?? {}), [r.engine]: r });
-  }
-  for (const [key, byEngine] of keyed) {
-    const [scenario, connections] = key.split('\u0000');
-    const a = byEngine[engines[0].name];
-    const b = byEngine[engines[1].name];
-    console.log(
-      `| ${scenario} | ${connections} | ${engines.map((e) => fmt(byEngine[e.name]?.rps, 0)).join(' | ')} | ${fmt(b && a ? b.rps / a.rps : NaN)} |`,
-    );
-  }
-}
-if (accessLogRatios.length > 0) {
-  console.log(
-    '\n| engine | /dlr req/s, access log off (mean) | on (mean) | on / off | on / off per round | server CPU per request, on / off |',
-  );
-  console.log('|---|---:|---:|---:|---|---:|');
-  for (const r of accessLogRatios) {
-    console.log(
-      `| ${r.engine} | ${fmt(r.off, 0)} | ${fmt(r.on, 0)} | ${fmt(r.ratio)} | ${r.pairRatios.map((x) => fmt(x)).join(', ')} | ${fmt(r.cpuRatio)} |`,
-    );
-  }
 }
 if (opts.json) {
   writeFileSync(
     opts.json,
-    `${JSON.stringify({ date: new Date().toISOString(), cpus: os.cpus().length, duration: DURATION, rows, accessLogRatios }, null, 2)}\n`,
+    `${JSON.stringify({ date: new Date().toISOString(), engine, manifest: { recipients: manifest.recipients, records: manifest.records, events: manifest.events, bytes: databaseUrl.startsWith('sqlite:') ? statSync(databaseUrl.slice(7)).size : null }, rows }, null, 2)}\n`,
   );
+}
+if (errors.length > 0) {
+  console.error(`\n${errors.length} scenario(s) had errors:\n  ${errors.join('\n  ')}`);
+  process.exit(1);
 }

@@ -61,6 +61,28 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry });
   }
 
+  // Label-bound children, looked up once per route, method and status: prom-client hashes the label set on every
+  // inc() or observe() otherwise. Bounded by the route patterns, methods and statuses that exist.
+  private readonly requestCounters = new Map<string, { inc(): void }>();
+  private readonly requestTimers = new Map<string, { observe(seconds: number): void }>();
+
+  /** Counts and times one answered request (plugins/request-metrics.ts). */
+  observeRequest(route: string, method: string, status: number, seconds: number): void {
+    const key = `${route} ${method} ${status}`;
+    let counter = this.requestCounters.get(key);
+    if (counter === undefined) {
+      counter = this.httpRequests.labels({ route, method, status: String(status) });
+      this.requestCounters.set(key, counter);
+    }
+    counter.inc();
+    let timer = this.requestTimers.get(route);
+    if (timer === undefined) {
+      timer = this.httpDuration.labels({ route });
+      this.requestTimers.set(route, timer);
+    }
+    timer.observe(seconds);
+  }
+
   /**
    * The exposition text. The queue gauges are the database's state (the same on every instance), read once per
    * scrape; when the database does not answer they keep their last value and the scrape still succeeds.

@@ -93,6 +93,9 @@ export interface StoredMessage {
   createdAt: Date;
 }
 
+/** What `/dlr` shows of a recipient: the store reads only these columns for it. */
+export type DlrRecipient = Pick<StoredMessage, 'id' | 'channelUserId' | 'sms'>;
+
 /** A place in the total order of records; cursors carry one. */
 export interface Position {
   createdAt: Date;

@@ -1,4 +1,4 @@
-import { messageStatus, type StoredMessage } from './records.js';
+import { type DlrRecipient, messageStatus, type StoredMessage } from './records.js';
 import type { Channel, Direction, DrErrcode, DrStatuscode, MessageStatus, SendStatus } from './vocabulary.js';
 
 /** A delivery-receipt item exactly as `GET /dlr` and callbacks carry it (CONTRACT §2). */
@@ -64,7 +64,7 @@ export function parseRfc3339(value: string): Date | null {
   return date;
 }
 
-export function toDlrItem(m: StoredMessage): DlrItem {
+export function toDlrItem(m: DlrRecipient): DlrItem {
   const sms = m.sms ?? { status: '1' as const, network: null, price: 0, counts: 1, receipt: null };
   const item: DlrItem = {
     type: 'dlr',

@@ -23,6 +23,7 @@ export function registerCors(
   const allowed = new Set(origins);
   const corsPaths = new Set(paths);
   app.addHook('onRequest', async (request, reply) => {
+    // Registered only when origins are configured, so async costs nothing by default.
     if (!corsPaths.has(request.routeOptions.url ?? '')) return;
     reply.header('vary', 'Origin');
     const origin = request.headers.origin;

@@ -8,12 +8,13 @@ import { isCredentialPair } from './access-log.js';
 export function registerDeprecationHeaders(app: FastifyInstance, deprecated: Date, sunset: Date): void {
   const deprecation = `@${Math.floor(deprecated.getTime() / 1000)}`;
   const sunsetHeader = sunset.toUTCString();
-  app.addHook('onSend', async (request, reply, payload) => {
-    if (!request.routeOptions.config.deprecatedV1) return payload;
-    reply.header('deprecation', deprecation);
-    reply.header('sunset', sunsetHeader);
-    reply.header('link', `<${successorUrl(request.url)}>; rel="successor-version"`);
-    return payload;
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (request.routeOptions.config.deprecatedV1) {
+      reply.header('deprecation', deprecation);
+      reply.header('sunset', sunsetHeader);
+      reply.header('link', `<${successorUrl(request.url)}>; rel="successor-version"`);
+    }
+    done(null, payload);
   });
 }
 

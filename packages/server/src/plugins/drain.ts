@@ -13,8 +13,9 @@ const draining = new WeakSet<FastifyInstance>();
 
 /** Marks the answers of a draining app `Connection: close`. Register once, on the root instance. */
 export function registerDrainHeaders(app: FastifyInstance): void {
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (draining.has(app)) reply.header('connection', 'close');
+    done(null, payload);
   });
 }
 

@@ -10,17 +10,20 @@ export const MAX_REQUEST_LINE = 8 * 1024;
  * change as receipts arrive) and the 414 refusal of overlong request lines.
  */
 export function registerProtocol(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     reply.header('cache-control', 'no-store');
     // HTTP/1.1 requires Host (RFC 9112 §3.2); Node's own refusal would have no body, so it is ours.
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
-      throw new ApiError('invalid_request', 'the Host header is required');
+      done(new ApiError('invalid_request', 'the Host header is required'));
+      return;
     }
     // "<METHOD> <url> HTTP/1.1" as it arrived on the wire.
     if (request.method.length + request.url.length + 10 > MAX_REQUEST_LINE) {
-      throw new ApiError('uri_too_long', `the request line is longer than ${MAX_REQUEST_LINE} bytes`);
+      done(new ApiError('uri_too_long', `the request line is longer than ${MAX_REQUEST_LINE} bytes`));
+      return;
     }
+    done();
   });
 }
 

@@ -6,6 +6,7 @@ import type {
   AccountPatch,
   AccountWithSecret,
   CallbackSecrets,
+  DlrRecipient,
   NewAccount,
   Position,
   StoredMessage,
@@ -171,7 +172,7 @@ export interface Store {
   ): Promise<BatchOutcome<ReceiptOutcome>>;
 
   /** The outbound SMS recipients of one message id, in the order they were first ingested. */
-  findDlr(accountId: string, messageId: string): Promise<StoredMessage[]>;
+  findDlr(accountId: string, messageId: string): Promise<DlrRecipient[]>;
   /** Records with these ids (every recipient of each), oldest first, optionally only of one campaign. */
   findMessagesByIds(accountId: string, ids: readonly string[], campaignId?: string): Promise<StoredMessage[]>;
   /** The contact that owns this identity, or null. */

@@ -302,7 +302,7 @@ describe.each(engines())('$name store: queries', (engine) => {
       const contact = await store().resolveContact(account, 'SMS', '447700900002');
       expect(contact).not.toBeNull();
       await ingest(store(), account, [sms('again', '447700900002')]);
-      expect((await store().findDlr(account, 'again'))[0]?.contactId).toBe(contact);
+      expect((await store().findMessagesByIds(account, ['again']))[0]?.contactId).toBe(contact);
     });
   });
 });

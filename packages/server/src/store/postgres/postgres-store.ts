@@ -19,6 +19,9 @@ import {
   accountWithSecretFromRow,
   type CallbackSecretRow,
   callbackSecretsFromRow,
+  DLR_COLUMNS,
+  type DlrRow,
+  dlrRecipientFromRow,
   joinRecord,
   MESSAGE_COLUMNS,
   type MessageRow,
@@ -297,16 +300,16 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
 
     async findDlr(accountId, messageId) {
       if (!isUuid(accountId)) return [];
-      const result = await replica.query<MessageRow>({
+      const result = await replica.query<DlrRow>({
         name: 'wb_dlr',
-        text: `SELECT ${MESSAGE_COLUMNS}
+        text: `SELECT ${DLR_COLUMNS}
                FROM message_keys k
                ${joinRecord('k')}
                WHERE k.account_id = $1 AND k.id = $2 AND m.sms_status IS NOT NULL
                ORDER BY k.seq`,
         values: [accountId, messageId],
       });
-      return result.rows.map(messageFromRow);
+      return result.rows.map(dlrRecipientFromRow);
     },
     async findMessagesByIds(accountId, ids, campaignId) {
       if (ids.length === 0 || !isUuid(accountId)) return [];

@@ -2,7 +2,14 @@ import type { AttemptRecord, Delivery, DeliveryState } from '../../domain/delive
 import type { ReceiptEvent } from '../../domain/events.js';
 import type { ReceiptInput } from '../../domain/ingest.js';
 import type { ParkedReceipt } from '../../domain/plan-receipts.js';
-import type { Account, AccountWithSecret, CallbackSecrets, StoredMessage } from '../../domain/records.js';
+import type {
+  Account,
+  AccountWithSecret,
+  CallbackSecrets,
+  DlrRecipient,
+  SmsState,
+  StoredMessage,
+} from '../../domain/records.js';
 import type {
   Channel,
   Direction,
@@ -112,25 +119,53 @@ export function messageFromRow(row: MessageRow): StoredMessage {
     text: row.text,
     content: row.content,
     status: row.status as SettableStatus | null,
-    sms:
-      row.sms_status === null
-        ? null
-        : {
-            status: row.sms_status as SendStatus,
-            network: row.network,
-            price: row.price ?? 0,
-            counts: row.counts ?? 1,
-            receipt:
-              row.dr_statuscode === null
-                ? null
-                : {
-                    drStatuscode: row.dr_statuscode as DrStatuscode,
-                    drErrcode: (row.dr_errcode ?? '0') as DrErrcode,
-                    drTime: row.dr_time ?? new Date(0),
-                  },
-          },
+    sms: smsFromRow(row),
     createdAt: row.created_at,
   };
+}
+
+/** The columns of an outbound SMS recipient's send state and receipt. */
+type SmsColumns = Pick<
+  MessageRow,
+  'sms_status' | 'network' | 'price' | 'counts' | 'dr_statuscode' | 'dr_errcode' | 'dr_time'
+>;
+
+function smsFromRow(row: SmsColumns): SmsState | null {
+  if (row.sms_status === null) return null;
+  return {
+    status: row.sms_status as SendStatus,
+    network: row.network,
+    price: row.price ?? 0,
+    counts: row.counts ?? 1,
+    receipt:
+      row.dr_statuscode === null
+        ? null
+        : {
+            drStatuscode: row.dr_statuscode as DrStatuscode,
+            drErrcode: (row.dr_errcode ?? '0') as DrErrcode,
+            drTime: row.dr_time ?? new Date(0),
+          },
+  };
+}
+
+/** Only what /dlr shows (alias `m`): half the columns of a record, none of its text or content. */
+export const DLR_COLUMNS = [
+  'id',
+  'channel_user_id',
+  'sms_status',
+  'network',
+  'price',
+  'counts',
+  'dr_statuscode',
+  'dr_errcode',
+  'dr_time',
+]
+  .map((column) => `m.${column}`)
+  .join(', ');
+export type DlrRow = Pick<MessageRow, 'id' | 'channel_user_id'> & SmsColumns;
+
+export function dlrRecipientFromRow(row: DlrRow): DlrRecipient {
+  return { id: row.id, channelUserId: row.channel_user_id, sms: smsFromRow(row) };
 }
 
 /**

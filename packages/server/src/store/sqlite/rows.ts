@@ -1,7 +1,13 @@
 import type { AttemptRecord, Delivery, DeliveryState } from '../../domain/deliveries.js';
 import type { ReceiptInput } from '../../domain/ingest.js';
 import type { ParkedReceipt } from '../../domain/plan-receipts.js';
-import type { Account, AccountWithSecret, StoredMessage } from '../../domain/records.js';
+import type {
+  Account,
+  AccountWithSecret,
+  DlrRecipient,
+  SmsState,
+  StoredMessage,
+} from '../../domain/records.js';
 import type {
   Channel,
   Direction,
@@ -88,25 +94,42 @@ export function messageFromRow(row: MessageRow): StoredMessage {
     text: row.text,
     content: row.content === null ? null : (JSON.parse(row.content) as Record<string, unknown>),
     status: row.status as SettableStatus | null,
-    sms:
-      row.sms_status === null
-        ? null
-        : {
-            status: row.sms_status as SendStatus,
-            network: row.network,
-            price: row.price ?? 0,
-            counts: row.counts ?? 1,
-            receipt:
-              row.dr_statuscode === null
-                ? null
-                : {
-                    drStatuscode: row.dr_statuscode as DrStatuscode,
-                    drErrcode: (row.dr_errcode ?? '0') as DrErrcode,
-                    drTime: new Date(row.dr_time ?? 0),
-                  },
-          },
+    sms: smsFromRow(row),
     createdAt: new Date(row.created_at),
   };
+}
+
+/** The columns of an outbound SMS recipient's send state and receipt. */
+type SmsColumns = Pick<
+  MessageRow,
+  'sms_status' | 'network' | 'price' | 'counts' | 'dr_statuscode' | 'dr_errcode' | 'dr_time'
+>;
+
+function smsFromRow(row: SmsColumns): SmsState | null {
+  if (row.sms_status === null) return null;
+  return {
+    status: row.sms_status as SendStatus,
+    network: row.network,
+    price: row.price ?? 0,
+    counts: row.counts ?? 1,
+    receipt:
+      row.dr_statuscode === null
+        ? null
+        : {
+            drStatuscode: row.dr_statuscode as DrStatuscode,
+            drErrcode: (row.dr_errcode ?? '0') as DrErrcode,
+            drTime: new Date(row.dr_time ?? 0),
+          },
+  };
+}
+
+/** Only what /dlr shows: half the columns of a record, none of its text or content. */
+export const DLR_COLUMNS =
+  'id, channel_user_id, sms_status, network, price, counts, dr_statuscode, dr_errcode, dr_time';
+export type DlrRow = Pick<MessageRow, 'id' | 'channel_user_id'> & SmsColumns;
+
+export function dlrRecipientFromRow(row: DlrRow): DlrRecipient {
+  return { id: row.id, channelUserId: row.channel_user_id, sms: smsFromRow(row) };
 }
 
 /** The named parameters of a message write (everything but the key, the sequence and createdAt). */

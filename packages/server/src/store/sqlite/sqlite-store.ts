@@ -15,17 +15,11 @@ import {
   type Store,
 } from '../store.js';
 import { retryingWhileBusy } from './busy.js';
-import {
-  loadMessageBatch,
-  loadReceiptBatch,
-  recipientsOf,
-  writeMessagePlan,
-  writeReceiptPlan,
-} from './ingest.js';
+import { loadMessageBatch, loadReceiptBatch, writeMessagePlan, writeReceiptPlan } from './ingest.js';
 import { migrate } from './migrations.js';
 import * as outboxOps from './outbox.js';
 import { prepareOutbox } from './outbox.js';
-import { accountFromRow, accountWithSecretFromRow, messageFromRow } from './rows.js';
+import { accountFromRow, accountWithSecretFromRow, dlrRecipientFromRow, messageFromRow } from './rows.js';
 import { type HistoryParams, prepareStatements, type Statements } from './statements.js';
 
 export interface SqliteStoreOptions {
@@ -237,7 +231,9 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     },
 
     async findDlr(accountId, messageId) {
-      return recipientsOf(sql, accountId, messageId);
+      const rows = sql.dlrItems.all(accountId, messageId);
+      if (rows.length > 1) rows.sort((a, b) => a.seq - b.seq);
+      return rows.map(dlrRecipientFromRow);
     },
     async findMessagesByIds(accountId, ids, campaignId) {
       if (ids.length === 0) return [];

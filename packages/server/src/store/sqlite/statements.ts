@@ -2,6 +2,8 @@ import type { Database, RunResult } from 'better-sqlite3';
 import {
   ACCOUNT_COLUMNS,
   type AccountRow,
+  DLR_COLUMNS,
+  type DlrRow,
   MESSAGE_COLUMNS,
   type MessageParams,
   type MessageRow,
@@ -228,6 +230,11 @@ export function prepareStatements(db: Database) {
     // (measured under /dlr load, docs/benchmarks.md), so callers order by `seq` in JavaScript.
     dlr: prepare<[string, string], MessageRow & { seq: number }>(
       `SELECT ${MESSAGE_COLUMNS}, seq FROM messages
+       WHERE account_id = ? AND id = ? AND sms_status IS NOT NULL`,
+    ),
+    // GET /dlr's own read: only the columns it shows (the receipt planner above needs whole records).
+    dlrItems: prepare<[string, string], DlrRow & { seq: number }>(
+      `SELECT ${DLR_COLUMNS}, seq FROM messages
        WHERE account_id = ? AND id = ? AND sms_status IS NOT NULL`,
     ),
     messagesByIds: prepare<[{ account: string; ids: string; campaign: string | null }], MessageRow>(

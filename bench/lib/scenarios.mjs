@@ -1,0 +1,147 @@
+// The read scenarios of `npm run bench`: for each, the requests the loader sends (many distinct ones, picked at
+// random per request) and what the figures are held against. See docs/benchmarks.md.
+
+const basic = (m) => ({ authorization: `Basic ${Buffer.from(`${m.key}:${m.secret}`).toString('base64')}` });
+const pick = (list, rand) => list[Math.floor(rand() * list.length)];
+
+/** A raw HTTP/1.1 GET, as the loader writes it. */
+export function rawGet(path, headers = {}) {
+  let text = `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n`;
+  for (const [name, value] of Object.entries(headers)) text += `${name}: ${value}\r\n`;
+  return `${text}\r\n`;
+}
+
+/** Deterministic randomness (mulberry32), so two runs send the same requests. */
+export function random(seed = 7) {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+async function getJson(baseUrl, path, headers) {
+  const res = await fetch(baseUrl + path, { headers });
+  const text = await res.text();
+  if (res.status !== 200)
+    throw new Error(`GET ${path.replace(/secret=[^&]*/, 'secret=…')}: ${res.status} ${text}`);
+  return JSON.parse(text);
+}
+
+const dlrPath = (m, id) => `/dlr?key=${m.key}&secret=${m.secret}&messageid=${encodeURIComponent(id)}`;
+
+/**
+ * Each scenario: `requests(manifest, baseUrl)` → { paths: [{ path, headers }], note }, and its target. Paths
+ * that need a cursor walk the server first (not measured).
+ */
+export const READ_SCENARIOS = {
+  dlr: {
+    title: '/dlr, existing ids',
+    target: { ratio: 0.45, p99Ms: 10 },
+    async requests(m) {
+      return m.dlrIds.slice(0, 5000).map((id) => ({ path: dlrPath(m, id) }));
+    },
+  },
+  'dlr-missing': {
+    title: '/dlr, unknown ids',
+    target: { ratio: 0.45, p99Ms: 10 },
+    async requests(m) {
+      return m.missingIds.map((id) => ({ path: dlrPath(m, id) }));
+    },
+  },
+  mode1: {
+    title: '/messages, mode 1 (20 ids)',
+    target: { ratio: 0.25 },
+    async requests(m) {
+      const rand = random(11);
+      return Array.from({ length: 1000 }, () => {
+        const ids = Array.from({ length: 20 }, () => pick(m.dlrIds, rand));
+        return { path: `/messages?messageIds=${ids.map(encodeURIComponent).join(',')}`, headers: basic(m) };
+      });
+    },
+  },
+  history: {
+    title: '/messages, history page 1 (size 100)',
+    async requests(m) {
+      const { channel, channelUserId } = m.long;
+      const path = `/messages?channel=${channel}&channelUserId=${encodeURIComponent(channelUserId)}&size=100`;
+      return [{ path, headers: basic(m) }];
+    },
+  },
+  'history-deep': {
+    title: '/messages, history page 1,000 (size 100)',
+    target: { costOf: 'history', costRatio: 1.5 },
+    async requests(m, baseUrl) {
+      const { channel, channelUserId } = m.long;
+      const base = `/messages?channel=${channel}&channelUserId=${encodeURIComponent(channelUserId)}&size=100`;
+      const pages = Math.min(1000, Math.floor(m.long.messages / 100));
+      // Walk to the cursor of the last full pages (pages − 4 … pages): those are the deep ones.
+      const cursors = [];
+      let cursor = null;
+      for (let page = 1; page < pages; page++) {
+        const body = await getJson(
+          baseUrl,
+          cursor ? `${base}&cursor=${encodeURIComponent(cursor)}` : base,
+          basic(m),
+        );
+        cursor = body.nextCursor;
+        if (!cursor) throw new Error(`the long history ends at page ${page}`);
+        if (page + 1 >= pages - 4) cursors.push(cursor);
+      }
+      return cursors.map((c) => ({ path: `${base}&cursor=${encodeURIComponent(c)}`, headers: basic(m) }));
+    },
+  },
+  campaign: {
+    title: '/messages, campaign page 1 (size 100)',
+    async requests(m) {
+      return [
+        { path: `/messages?campaignId=${encodeURIComponent(m.campaign.id)}&size=100`, headers: basic(m) },
+      ];
+    },
+  },
+  conversation: {
+    title: '/messages, a conversation page 1 (size 20)',
+    async requests(m) {
+      return m.conversations.map((c) => ({
+        path: `/messages?channel=${c.channel}&channelUserId=${encodeURIComponent(c.channelUserId)}`,
+        headers: basic(m),
+      }));
+    },
+  },
+  'receipts-feed': {
+    title: '/receipts, a page of 100 anywhere in the feed',
+    async requests(m, baseUrl) {
+      // Cursors spread over the feed: walk it with big pages, keep a cursor every few pages.
+      const cursors = [];
+      let after = null;
+      const step = Math.max(1, Math.floor(m.events / 1000 / 40));
+      for (let page = 0; page < 40 * step; page++) {
+        const q = after ? `&after=${encodeURIComponent(after)}` : '';
+        const body = await getJson(baseUrl, `/receipts?limit=1000${q}`, basic(m));
+        if (!body.hasMore) break;
+        after = body.nextCursor;
+        if (page % step === 0) cursors.push(after);
+      }
+      return cursors.map((c) => ({
+        path: `/receipts?limit=100&after=${encodeURIComponent(c)}`,
+        headers: basic(m),
+      }));
+    },
+  },
+};
+
+/** The body Waybill answers a typical request of the scenario with: the median-sized of up to 25 samples. */
+export async function sampleBody(baseUrl, paths) {
+  const bodies = [];
+  for (const { path, headers } of paths.slice(0, 25)) {
+    const res = await fetch(baseUrl + path, { headers });
+    const bytes = Buffer.from(await res.arrayBuffer());
+    if (res.status !== 200) throw new Error(`sample request answered ${res.status}: ${bytes}`);
+    bodies.push(bytes);
+  }
+  bodies.sort((a, b) => a.length - b.length);
+  return bodies[Math.floor(bodies.length / 2)];
+}
