@@ -3,6 +3,8 @@ import type { Writable } from 'node:stream';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import pino from 'pino';
+import { AccountCache } from './account-cache.js';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import type { Limits } from './limits/limits.js';
@@ -93,6 +95,20 @@ const addSchemas = (app: FastifyInstance, schemas: readonly NamedSchema[]) => {
 };
 
 /**
+ * Standard output, written asynchronously: a synchronous write per log line (pino's default) cost /dlr a
+ * measurable share of its throughput with the access log on (docs/benchmarks.md). Lines that arrive while a write
+ * is in flight go out together in the next one; nothing waits for a buffer to fill, so a quiet server's lines
+ * appear at once. pino flushes what is pending when the process exits, signals and fatal errors included; only
+ * a SIGKILL (or the machine failing) can lose the lines of the last write in flight.
+ */
+let stdout: Writable | undefined;
+function standardOutput(): Writable {
+  // One per process: every app built here (tests build many) shares it and its exit flush.
+  stdout ??= pino.destination({ dest: 1, sync: false }) as unknown as Writable;
+  return stdout;
+}
+
+/**
  * Builds the service around a store, without listening. Tests drive it with `app.inject()`; `waybill serve`
  * calls `listen()` on it.
  */
@@ -102,6 +118,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   const ctx: AppContext = {
     config,
     store,
+    accounts: new AccountCache(store, { ttlMs: config.accountCacheMs }),
     pepper: options.pepper,
     limits: options.limits ?? new MemoryLimits(config, clock),
     now: () => new Date(clock()),
@@ -112,7 +129,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   const app = Fastify({
     logger: {
       level: config.logLevel,
-      ...(options.logStream ? { stream: options.logStream } : {}),
+      stream: options.logStream ?? standardOutput(),
     },
     // Requests are logged once, by the access log, with credentials removed from the URL.
     logController: new LogController({ disableRequestLogging: true }),

@@ -49,6 +49,12 @@ export interface Config {
   workers: number;
   /** The longest a request waits on the database, either engine. @default 5000 */
   dbTimeoutMs: number;
+  /**
+   * How long the query endpoints may authenticate with an account as this process read it, in milliseconds:
+   * the longest a change made elsewhere (another worker or instance, the CLI) goes unseen here. 0 reads the
+   * account on every request. @default 1000
+   */
+  accountCacheMs: number;
   /** How long an early receipt stays parked waiting for its message, in seconds. @default 259200 (72 h) */
   receiptParkSeconds: number;
   /** A callback attempt fails unless a 2xx answer arrives within this. @default 15000 */
@@ -100,6 +106,7 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   pgStatementTimeoutMs: 'WAYBILL_PG_STATEMENT_TIMEOUT_MS',
   workers: 'WAYBILL_WORKERS',
   dbTimeoutMs: 'WAYBILL_DB_TIMEOUT_MS',
+  accountCacheMs: 'WAYBILL_ACCOUNT_CACHE_MS',
   receiptParkSeconds: 'WAYBILL_RECEIPT_PARK_SECONDS',
   callbackTimeoutMs: 'WAYBILL_CALLBACK_TIMEOUT_MS',
   callbackRetrySchedule: 'WAYBILL_CALLBACK_RETRY_SCHEDULE',
@@ -188,6 +195,8 @@ export function loadConfig(source: Source): Readonly<Config> {
     pgStatementTimeoutMs: int('pgStatementTimeoutMs', 5000, 0, 86_400_000),
     workers: int('workers', 1, 0, 256),
     dbTimeoutMs: int('dbTimeoutMs', 5000, 100, 600_000),
+    // At most a minute: the bound on how stale authentication may be has to stay short to mean anything.
+    accountCacheMs: int('accountCacheMs', 1000, 0, 60_000),
     receiptParkSeconds: int('receiptParkSeconds', 259_200, 0, 31_536_000),
     callbackTimeoutMs: int('callbackTimeoutMs', 15_000, 1, 600_000),
     callbackRetrySchedule: parseSchedule(read('callbackRetrySchedule')),

@@ -1,3 +1,4 @@
+import type { AccountCache } from './account-cache.js';
 import type { Config } from './config.js';
 import type { Limits } from './limits/limits.js';
 import type { Metrics } from './metrics.js';
@@ -7,6 +8,11 @@ import type { Store } from './store/store.js';
 export interface AppContext {
   config: Readonly<Config>;
   store: Store;
+  /**
+   * The accounts the query endpoints authenticate with, read through `store` and kept for
+   * `config.accountCacheMs`. Whatever changes an account calls its `forget` (or `writing`) with the key.
+   */
+  accounts: AccountCache;
   limits: Limits;
   /** Server key: hashes API secrets and signs cursors. */
   pepper: Buffer;

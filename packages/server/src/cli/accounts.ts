@@ -12,8 +12,9 @@ export const ACCOUNTS_USAGE = `waybill accounts create --name NAME [--ip-whiteli
 waybill accounts show <id|key>
 waybill accounts rotate-secret <id|key>
 waybill accounts delete <id|key>
-  Work directly on the database (DATABASE_URL, WAYBILL_PEPPER); output is JSON. A running server's in-memory
-  lockout of the key is cleared only by rotating through the operator API.`;
+  Work directly on the database (DATABASE_URL, WAYBILL_PEPPER); output is JSON. A running server sees a change
+  within WAYBILL_ACCOUNT_CACHE_MS (1 s by default); its in-memory lockout of the key is cleared only by rotating
+  through the operator API.`;
 
 const ACTION_HELP: Record<string, string> = {
   create: `Usage: waybill accounts create --name NAME [--ip-whitelist a,b/24] [--dlr-query-enabled true|false]
@@ -37,16 +38,18 @@ Prints the account with this id (a UUID) or key as JSON, never its secret. Exit 
 ${DATABASE_HELP}`,
   'rotate-secret': `Usage: waybill accounts rotate-secret <id|key>
 
-Gives the account a new secret and prints the account with it as JSON; the old secret stops working at once.
-A running server keeps its in-memory lockout of the key until the lock ends: rotate through the operator API
-(or run the servers with REDIS_URL) to clear it at once.
+Gives the account a new secret and prints the account with it as JSON. The new secret works at once; a running
+server may still accept the old one for up to WAYBILL_ACCOUNT_CACHE_MS (1 s by default). It keeps its in-memory
+lockout of the key until the lock ends: rotate through the operator API (or run the servers with REDIS_URL) to
+clear it at once.
 
 ${DATABASE_HELP}`,
   delete: `Usage: waybill accounts delete <id|key>
 
 Deletes the account and all its data (messages, contacts, receipt events, callback deliveries, parked
-receipts) in one transaction, and prints {"deleted": "<id>"}; its key stops working at once. There is no
-undo. Exit code 1 when there is no such account.
+receipts) in one transaction, and prints {"deleted": "<id>"}; its key stops working (within
+WAYBILL_ACCOUNT_CACHE_MS, 1 s by default, on a running server). There is no undo. Exit code 1 when there is no
+such account.
 
 ${DATABASE_HELP}`,
 };

@@ -59,15 +59,16 @@ function compile(entries: readonly string[]): Range[] {
   });
 }
 
+/** Whether a caller address may use an account: its IP whitelist, compiled (see {@link allowlistCheck}). */
+export type CallerCheck = (callerIp: string) => boolean;
+
+const everyone: CallerCheck = () => true;
+
 // Whitelists are short and shared by all requests of an account: compile each distinct list once.
 const compiled = new Map<string, Range[]>();
 const MAX_CACHED = 10_000;
 
-/** True when the caller may use an account with this whitelist (an empty whitelist allows everyone). */
-export function ipAllowed(whitelist: readonly string[], callerIp: string): boolean {
-  if (whitelist.length === 0) return true;
-  const caller = parseCaller(callerIp);
-  if (!caller) return false;
+function rangesOf(whitelist: readonly string[]): Range[] {
   const cacheKey = whitelist.join(',');
   let ranges = compiled.get(cacheKey);
   if (!ranges) {
@@ -75,5 +76,24 @@ export function ipAllowed(whitelist: readonly string[], callerIp: string): boole
     if (compiled.size >= MAX_CACHED) compiled.clear();
     compiled.set(cacheKey, ranges);
   }
-  return ranges.some(([address, bits]) => address.kind() === caller.kind() && caller.match(address, bits));
+  return ranges;
+}
+
+/**
+ * The whitelist as a check of caller addresses, compiled once: an empty whitelist allows everyone. The account
+ * cache keeps one per account, so a request pays only for parsing its caller's address.
+ */
+export function allowlistCheck(whitelist: readonly string[]): CallerCheck {
+  if (whitelist.length === 0) return everyone;
+  const ranges = rangesOf(whitelist);
+  return (callerIp) => {
+    const caller = parseCaller(callerIp);
+    if (!caller) return false;
+    return ranges.some(([address, bits]) => address.kind() === caller.kind() && caller.match(address, bits));
+  };
+}
+
+/** True when the caller may use an account with this whitelist (an empty whitelist allows everyone). */
+export function ipAllowed(whitelist: readonly string[], callerIp: string): boolean {
+  return allowlistCheck(whitelist)(callerIp);
 }

@@ -1,10 +1,10 @@
+import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { QueryAccount } from '../account-cache.js';
 import type { AppContext } from '../context.js';
 import { secretMatches } from '../domain/credentials.js';
 import { ApiError } from '../domain/errors.js';
 import { isCredential } from '../domain/formats.js';
-import { ipAllowed } from '../domain/ip-allowlist.js';
-import type { AccountWithSecret } from '../domain/records.js';
 
 export interface Credentials {
   key: string;
@@ -17,28 +17,25 @@ const invalidCredentials = () => new ApiError('unauthorized', 'invalid credentia
  * The one credential check of every query endpoint, in the contract's order: key lookup → IP whitelist →
  * lockout → secret → rate limit. The whitelist comes before the secret so a caller from outside it learns
  * nothing about the secret and cannot lock the key out. Sets the RateLimit headers on success.
+ *
+ * The account comes from the account cache (account-cache.ts) when it holds the key. A secret that does not
+ * match a cached copy is judged again on a fresh read before it counts as a failure: the copy may predate a
+ * rotation made by another process, and the new secret must neither be refused nor lock the key out.
  */
 export async function authenticate(
   ctx: AppContext,
   request: FastifyRequest,
   reply: FastifyReply,
   credentials: Credentials,
-): Promise<AccountWithSecret> {
-  const account = await ctx.store.getAccountByKey(credentials.key);
-  if (!account) throw invalidCredentials();
-  if (!ipAllowed(account.ipWhitelist, request.ip)) {
-    throw new ApiError('ip_not_allowed', `${request.ip} is not on this account's IP whitelist`, {
-      dlrCode: 5,
-    });
+): Promise<QueryAccount> {
+  const cached = ctx.accounts.cached(credentials.key);
+  let account = await admissible(ctx, request, cached ?? (await ctx.accounts.load(credentials.key)));
+  let matches = secretOk(ctx, account, credentials.secret);
+  if (!matches && cached) {
+    account = await admissible(ctx, request, await ctx.accounts.load(credentials.key, true));
+    matches = secretOk(ctx, account, credentials.secret);
   }
-  const lockedFor = await ctx.limits.lockedFor(account.id);
-  if (lockedFor > 0) {
-    throw new ApiError('locked_out', 'this key is locked after too many failed secrets', {
-      retryAfterSeconds: lockedFor,
-      dlrCode: 429,
-    });
-  }
-  if (!secretMatches(ctx.pepper, credentials.secret, account.secretHash)) {
+  if (!matches) {
     await ctx.limits.recordFailure(account.id);
     throw invalidCredentials();
   }
@@ -56,6 +53,45 @@ export async function authenticate(
         dlrCode: 429,
       });
     }
+  }
+  return account;
+}
+
+/**
+ * The secret that last verified against each cached copy of an account, so that the next request bringing it
+ * skips the HMAC (6–7 µs, a measurable share of a /dlr request). It lives as long as the copy, at most
+ * WAYBILL_ACCOUNT_CACHE_MS, and is compared in constant time; any other secret takes the HMAC path.
+ */
+const verified = new WeakMap<QueryAccount, Buffer>();
+
+function secretOk(ctx: AppContext, account: QueryAccount, secret: string): boolean {
+  const candidate = Buffer.from(secret, 'utf8');
+  const known = verified.get(account);
+  if (known !== undefined && known.length === candidate.length && timingSafeEqual(known, candidate))
+    return true;
+  if (!secretMatches(ctx.pepper, secret, account.secretHash)) return false;
+  verified.set(account, candidate);
+  return true;
+}
+
+/** The steps before the secret — key, whitelist, lockout — on one copy of the account. */
+async function admissible(
+  ctx: AppContext,
+  request: FastifyRequest,
+  account: QueryAccount | null,
+): Promise<QueryAccount> {
+  if (!account) throw invalidCredentials();
+  if (!account.allows(request.ip)) {
+    throw new ApiError('ip_not_allowed', `${request.ip} is not on this account's IP whitelist`, {
+      dlrCode: 5,
+    });
+  }
+  const lockedFor = await ctx.limits.lockedFor(account.id);
+  if (lockedFor > 0) {
+    throw new ApiError('locked_out', 'this key is locked after too many failed secrets', {
+      retryAfterSeconds: lockedFor,
+      dlrCode: 429,
+    });
   }
   return account;
 }

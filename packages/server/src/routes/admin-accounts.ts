@@ -182,6 +182,9 @@ export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext):
       const body = request.body as Static<typeof CreateBody>;
       checkSettable(body);
       const created = await createAccount(ctx.store, ctx.pepper, body, ctx.now());
+      // Unknown keys are never cached, but a lookup of this key under way may have found none: no later request
+      // may share its answer.
+      ctx.accounts.forget(created.account.key);
       return reply.code(201).send({
         ...accountWire(created.account),
         secret: created.secret,
@@ -223,14 +226,14 @@ export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext):
       },
     },
     async (request) => {
-      const { id } = await accountOr404(ctx, (request.params as { id: string }).id);
+      const { id, key } = await accountOr404(ctx, (request.params as { id: string }).id);
       const body = request.body as Static<typeof PatchBody>;
       checkSettable(body);
       const patch: AccountPatch = {};
       for (const [field, value] of Object.entries(body)) {
         if (value !== undefined) (patch as Record<string, unknown>)[field] = value;
       }
-      const updated = await ctx.store.updateAccount(id, patch);
+      const updated = await ctx.accounts.writing(key, () => ctx.store.updateAccount(id, patch));
       if (!updated) throw new ApiError('not_found', `no account ${id}`);
       return accountWire(updated);
     },
@@ -252,8 +255,9 @@ export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext):
       },
     },
     async (request, reply) => {
-      const { id } = await accountOr404(ctx, (request.params as { id: string }).id);
-      if (!(await ctx.store.deleteAccount(id))) throw new ApiError('not_found', `no account ${id}`);
+      const { id, key } = await accountOr404(ctx, (request.params as { id: string }).id);
+      const deleted = await ctx.accounts.writing(key, () => ctx.store.deleteAccount(id));
+      if (!deleted) throw new ApiError('not_found', `no account ${id}`);
       await ctx.limits.clear(id);
       return reply.code(204).send();
     },
@@ -276,8 +280,8 @@ export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext):
       },
     },
     async (request) => {
-      const { id } = await accountOr404(ctx, (request.params as { id: string }).id);
-      const rotated = await rotateSecret(ctx.store, ctx.pepper, id);
+      const { id, key } = await accountOr404(ctx, (request.params as { id: string }).id);
+      const rotated = await ctx.accounts.writing(key, () => rotateSecret(ctx.store, ctx.pepper, id));
       if (!rotated) throw new ApiError('not_found', `no account ${id}`);
       await ctx.limits.clear(id);
       return { ...accountWire(rotated.account), secret: rotated.secret };

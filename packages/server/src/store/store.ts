@@ -123,6 +123,10 @@ export interface Store {
   /** Inserts an account; throws {@link DuplicateKeyError} when its key is taken (the caller draws another). */
   createAccount(account: NewAccount): Promise<Account>;
   getAccount(id: string): Promise<Account | null>;
+  /**
+   * The query endpoints read this through the account cache (account-cache.ts), which keeps an account for
+   * WAYBILL_ACCOUNT_CACHE_MS: a route that changes an account runs the write in `ctx.accounts.writing(key, …)`.
+   */
   getAccountByKey(key: string): Promise<AccountWithSecret | null>;
   /** The sealed callback signing secrets, or null for an unknown account. */
   getCallbackSecrets(id: string): Promise<CallbackSecrets | null>;

@@ -26,6 +26,7 @@ describe('loadConfig', () => {
       pgStatementTimeoutMs: 5000,
       workers: 1,
       dbTimeoutMs: 5000,
+      accountCacheMs: 1000,
       receiptParkSeconds: 259_200,
       callbackTimeoutMs: 15_000,
       callbackRetrySchedule: [5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400],
@@ -60,6 +61,7 @@ describe('loadConfig', () => {
       WAYBILL_LOG_LEVEL: 'warn',
       WAYBILL_ACCESS_LOG: 'off',
       WAYBILL_RECEIPT_PARK_SECONDS: '60',
+      WAYBILL_ACCOUNT_CACHE_MS: '0',
       WAYBILL_CALLBACK_TIMEOUT_MS: '2500',
       WAYBILL_CALLBACK_RETRY_SCHEDULE: '0.5, 2,10',
       WAYBILL_CALLBACK_CONCURRENCY: '4',
@@ -71,6 +73,7 @@ describe('loadConfig', () => {
     });
     expect(config).toMatchObject({
       receiptParkSeconds: 60,
+      accountCacheMs: 0,
       callbackTimeoutMs: 2500,
       callbackRetrySchedule: [0.5, 2, 10],
       callbackConcurrency: 4,
@@ -117,6 +120,9 @@ describe('loadConfig', () => {
     ['WAYBILL_SQLITE_CACHE_MB', '0'],
     ['WAYBILL_PG_POOL_SIZE', 'many'],
     ['WAYBILL_PG_STATEMENT_TIMEOUT_MS', '-5'],
+    ['WAYBILL_ACCOUNT_CACHE_MS', '-1'],
+    ['WAYBILL_ACCOUNT_CACHE_MS', '60001'],
+    ['WAYBILL_ACCOUNT_CACHE_MS', '0.5'],
     ['WAYBILL_TRUST_PROXY', 'garbage'],
     ['WAYBILL_TRUST_PROXY', '10.0.0.0/33'],
     ['WAYBILL_TRUST_PROXY', '10.0.0.1,nonsense'],
