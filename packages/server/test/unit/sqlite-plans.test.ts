@@ -52,7 +52,7 @@ describe('SQLite query plans', () => {
 
   it('finds the statements', () => {
     expect(all.size).toBeGreaterThan(40);
-    expect(all.has('identitiesOfContact')).toBe(true);
+    expect(all.has('identitiesOfContacts')).toBe(true);
     expect(all.has('dlr')).toBe(true);
   });
 
@@ -75,6 +75,12 @@ describe('SQLite query plans', () => {
   });
 
   it('reads a contact’s identities through the (account, contact) index', () => {
-    expect(all.get('identitiesOfContact')).toMatch(/\(account_id=\? AND contact_id=\?\)/);
+    expect(all.get('identitiesOfContacts')).toMatch(/\(account_id=\? AND contact_id=\?\)/);
+  });
+
+  it('supersedes deliveries through the recipient index', () => {
+    expect(all.get('outbox.supersede')).toMatch(
+      /deliveries_recipient \(account_id=\? AND message_id=\? AND recipient=\?\)/,
+    );
   });
 });

@@ -49,9 +49,14 @@ export function prepareOutbox(db: Database) {
       `INSERT INTO receipt_events (account_id, seq, id, message_id, recipient, recorded_at, message_created_at, item)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
-    supersede: prepare<[string, string, string]>(
-      `UPDATE deliveries SET state = 'superseded', next_attempt_at = NULL
-       WHERE account_id = ? AND message_id = ? AND recipient = ? AND state = 'pending'`,
+    // All of a batch's recipients in one statement (a JSON array of [messageId, to]). Pinned to the recipient
+    // index: left to itself the planner searches (account_id, state) and reads every pending delivery of the
+    // account.
+    supersede: prepare<[{ account: string; recipients: string }]>(
+      `UPDATE deliveries INDEXED BY deliveries_recipient SET state = 'superseded', next_attempt_at = NULL
+       WHERE account_id = @account
+         AND (message_id, recipient) IN (SELECT value ->> 0, value ->> 1 FROM json_each(@recipients))
+         AND state = 'pending'`,
     ),
     insertDelivery: prepare<[string, number, string, string, string, string, number, number, number | null]>(
       `INSERT INTO deliveries (account_id, seq, id, message_id, recipient, state, created_at, message_created_at,
@@ -216,7 +221,10 @@ export function writeEvents(
   const row = outbox.takeEventSeqs.get(events.length, accountId);
   if (!row) throw new Error(`unknown account ${accountId}`);
   let seq = row.last_event_seq - events.length;
-  for (const r of supersede) outbox.supersede.run(accountId, r.messageId, r.to);
+  if (supersede.length > 0) {
+    const recipients = JSON.stringify(supersede.map((r) => [r.messageId, r.to]));
+    outbox.supersede.run({ account: accountId, recipients });
+  }
   for (const event of events) {
     seq++;
     const recordedAt = event.recordedAt.getTime();

@@ -178,6 +178,57 @@ export function messageParams(accountId: string, m: StoredMessage): MessageParam
   };
 }
 
+/** A value bound to a positional parameter. */
+export type SqlValue = string | number | null;
+
+/** The columns of a new record, in the order of {@link newMessageValues}. */
+export const NEW_MESSAGE_COLUMNS =
+  'account_id, seq, created_at, id, channel, direction, contact_id, channel_user_id, conversation_id, ' +
+  'campaign_id, text, content, status, sms_status, network, price, counts, dr_statuscode, dr_errcode, dr_time';
+
+/** A new record's values for `insertMessage`: one array, no object per row to build and bind by name. */
+export function newMessageValues(accountId: string, seq: number, m: StoredMessage): SqlValue[] {
+  const sms = m.sms;
+  const receipt = sms?.receipt ?? null;
+  return [
+    accountId,
+    seq,
+    m.createdAt.getTime(),
+    m.id,
+    m.channel,
+    m.direction,
+    m.contactId,
+    m.channelUserId,
+    m.conversationId,
+    m.campaignId,
+    m.text,
+    m.content === null ? null : JSON.stringify(m.content),
+    m.status,
+    sms?.status ?? null,
+    sms?.network ?? null,
+    sms?.price ?? null,
+    sms?.counts ?? null,
+    receipt?.drStatuscode ?? null,
+    receipt?.drErrcode ?? null,
+    receipt ? receipt.drTime.getTime() : null,
+  ];
+}
+
+/** A recipient's SMS and receipt columns, then its rowid: the values of `updateReceipt`. */
+export function receiptValues(m: StoredMessage, row: number): SqlValue[] {
+  const receipt = m.sms?.receipt ?? null;
+  return [
+    m.sms?.status ?? null,
+    m.sms?.network ?? null,
+    m.sms?.price ?? null,
+    m.sms?.counts ?? null,
+    receipt?.drStatuscode ?? null,
+    receipt?.drErrcode ?? null,
+    receipt ? receipt.drTime.getTime() : null,
+    row,
+  ];
+}
+
 export interface DeliveryRow {
   account_id: string;
   seq: number;

@@ -90,10 +90,11 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
   );
   const ingestReceipts = db.transaction(
     (accountId: string, items: ReceiptInput[], now: Date, dryRun: boolean) => {
-      const planned = planReceipts(loadReceiptBatch(sql, accountId, items), items, now);
+      const loaded = loadReceiptBatch(sql, accountId, items);
+      const planned = planReceipts(loaded.state, items, now);
       if (!planned.ok) throw new BatchRejected(planned.errors);
       if (dryRun) throw new DryRunPassed(planned.plan.outcome);
-      writeReceiptPlan(sql, outbox, accountId, planned.plan, now);
+      writeReceiptPlan(sql, outbox, accountId, planned.plan, loaded.rows, now);
       return planned.plan.outcome;
     },
   );

@@ -7,6 +7,8 @@ import {
   MESSAGE_COLUMNS,
   type MessageParams,
   type MessageRow,
+  NEW_MESSAGE_COLUMNS,
+  type SqlValue,
 } from './rows.js';
 
 /** The parameters of a history page; `before_*` only on the statements that continue from a cursor. */
@@ -164,16 +166,35 @@ export function prepareStatements(db: Database) {
     identity: prepare<[string, string, string], { contact_id: string }>(
       'SELECT contact_id FROM identities WHERE account_id = ? AND channel = ? AND channel_user_id = ?',
     ),
+
+    // The reads of an ingest batch take all of its keys at once, as one JSON array: each key is still one search
+    // of the index named in its plan, but one statement per batch rather than per key halves their CPU (measured
+    // on a 100,000-record account: 5 against 10 µs per identity, 8 against 14 per record).
+    identitiesByKeys: prepare<
+      [{ account: string; keys: string }],
+      { channel: string; channel_user_id: string; contact_id: string }
+    >(
+      `SELECT channel, channel_user_id, contact_id FROM identities
+       WHERE account_id = @account
+         AND (channel, channel_user_id) IN (SELECT value ->> 0, value ->> 1 FROM json_each(@keys))`,
+    ),
     // Pinned to the UNIQUE (account_id, contact_id, channel) index (SQLite names it _2, after the primary key):
     // left to itself the planner (3.54, with or without ANALYZE) searches the primary key on account_id alone
     // and reads every identity of the account, 8 ms a call at 100,000 identities and the whole cost of a
     // message batch. A missing index fails at open; test/unit/sqlite-plans pins every plan.
-    identitiesOfContact: prepare<[string, string], { channel: string; channel_user_id: string }>(
-      `SELECT channel, channel_user_id FROM identities INDEXED BY sqlite_autoindex_identities_2
-       WHERE account_id = ? AND contact_id = ?`,
+    identitiesOfContacts: prepare<
+      [{ account: string; contacts: string }],
+      { contact_id: string; channel: string; channel_user_id: string }
+    >(
+      `SELECT contact_id, channel, channel_user_id FROM identities INDEXED BY sqlite_autoindex_identities_2
+       WHERE account_id = @account AND contact_id IN (SELECT value FROM json_each(@contacts))`,
     ),
-    conversationsOfContact: prepare<[string, string], { channel: string; id: string }>(
-      'SELECT channel, id FROM conversations WHERE account_id = ? AND contact_id = ?',
+    conversationsOfContacts: prepare<
+      [{ account: string; contacts: string }],
+      { contact_id: string; channel: string; id: string }
+    >(
+      `SELECT contact_id, channel, id FROM conversations
+       WHERE account_id = @account AND contact_id IN (SELECT value FROM json_each(@contacts))`,
     ),
     insertContact: prepare<[string, string]>(
       'INSERT INTO contacts (account_id, id) VALUES (?, ?) ON CONFLICT DO NOTHING',
@@ -188,16 +209,17 @@ export function prepareStatements(db: Database) {
       'INSERT INTO conversations (account_id, contact_id, channel, id) VALUES (?, ?, ?, ?)',
     ),
 
-    message: prepare<[string, string, string], MessageRow>(
-      `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE account_id = ? AND id = ? AND channel_user_id = ?`,
+    messagesByKeys: prepare<[{ account: string; keys: string }], MessageRow>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages
+       WHERE account_id = @account
+         AND (id, channel_user_id) IN (SELECT value ->> 0, value ->> 1 FROM json_each(@keys))`,
     ),
-    insertMessage: prepare<[MessageParams & { seq: number; created_at: number }]>(
-      `INSERT INTO messages (account_id, seq, created_at, id, channel, direction, contact_id, channel_user_id,
-         conversation_id, campaign_id, text, content, status, sms_status, network, price, counts, dr_statuscode,
-         dr_errcode, dr_time)
-       VALUES (@account_id, @seq, @created_at, @id, @channel, @direction, @contact_id, @channel_user_id,
-               @conversation_id, @campaign_id, @text, @content, @status, @sms_status, @network, @price, @counts,
-               @dr_statuscode, @dr_errcode, @dr_time)`,
+    // One row per statement, on purpose: a multi-row VALUES insert needs a statement journal (a row may fail
+    // after others went in), which copied every page it touched and cost more than the calls it saved
+    // (measured here: 48 against 33 µs per record). Positional, in NEW_MESSAGE_COLUMNS order.
+    insertMessage: prepare<[SqlValue[]]>(
+      `INSERT INTO messages (${NEW_MESSAGE_COLUMNS})
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     // createdAt and the ingest sequence never change once a record exists.
     updateMessage: prepare<[MessageParams]>(
@@ -207,15 +229,25 @@ export function prepareStatements(db: Database) {
          dr_statuscode = @dr_statuscode, dr_errcode = @dr_errcode, dr_time = @dr_time
        WHERE account_id = @account_id AND id = @id AND channel_user_id = @channel_user_id`,
     ),
-    // A receipt changes only the SMS and receipt columns: text and content are never read back and rewritten.
-    updateReceipt: prepare<[MessageParams]>(
-      `UPDATE messages SET sms_status = @sms_status, network = @network, price = @price, counts = @counts,
-         dr_statuscode = @dr_statuscode, dr_errcode = @dr_errcode, dr_time = @dr_time
-       WHERE account_id = @account_id AND id = @id AND channel_user_id = @channel_user_id`,
+    // The outbound SMS recipients of a receipt batch's message ids, with the rowid that updateReceipt writes
+    // them by (read in the same transaction, so it cannot have moved). Callers order each id's rows by `seq`.
+    recipientsOfIds: prepare<[{ account: string; ids: string }], MessageRow & { seq: number; row: number }>(
+      `SELECT ${MESSAGE_COLUMNS}, seq, rowid AS row FROM messages
+       WHERE account_id = @account AND id IN (SELECT value FROM json_each(@ids)) AND sms_status IS NOT NULL`,
     ),
-    parkedOf: prepare<[string, string, number], { ref: number; receipt: string; parked_at: number }>(
+    // A receipt changes only the SMS and receipt columns: text and content are never read back and rewritten.
+    // By rowid, from recipientsOfIds: one search of the table rather than of the key index and then the table.
+    updateReceipt: prepare<[SqlValue[]]>(
+      `UPDATE messages SET sms_status = ?, network = ?, price = ?, counts = ?, dr_statuscode = ?, dr_errcode = ?,
+         dr_time = ?
+       WHERE rowid = ?`,
+    ),
+    parkedOfIds: prepare<
+      [{ account: string; ids: string; since: number }],
+      { ref: number; receipt: string; parked_at: number }
+    >(
       `SELECT ref, receipt, parked_at FROM parked_receipts
-       WHERE account_id = ? AND message_id = ? AND parked_at >= ?`,
+       WHERE account_id = @account AND message_id IN (SELECT value FROM json_each(@ids)) AND parked_at >= @since`,
     ),
     park: prepare<[string, string, string, string, number]>(
       `INSERT INTO parked_receipts (account_id, message_id, fingerprint, receipt, parked_at)
