@@ -11,7 +11,6 @@ import {
 } from '../../domain/plan-messages.js';
 import type { IngestOptions, MessageBatchResult } from '../store.js';
 import { callbacksOf, writeEvents } from './event-writes.js';
-import { keepToIndexes } from './index-plans.js';
 import { insertKeys, lockKeys, readRecords, upsertRecords } from './message-writes.js';
 import { lockParking } from './park-locks.js';
 import { lockParked, unpark } from './parked.js';
@@ -34,7 +33,6 @@ export async function ingestMessagesOnce(
   now: Date,
   options: IngestOptions = {},
 ): Promise<TransactionResult<BatchOutcome<MessageBatchResult>> | typeof RETRY> {
-  await keepToIndexes(client);
   const state = await loadMessageBatch(client, accountId, items, options.parkedSince);
   const planned = planMessages(state, items, now);
   if (!planned.ok) return { commit: false, value: { ok: false, errors: planned.errors } };

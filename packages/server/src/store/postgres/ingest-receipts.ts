@@ -3,7 +3,6 @@ import type { BatchOutcome, ReceiptInput, ReceiptOutcome } from '../../domain/in
 import { planReceipts, type ReceiptBatchState, type ReceiptPlan } from '../../domain/plan-receipts.js';
 import type { StoredMessage } from '../../domain/records.js';
 import { callbacksOf, writeEvents } from './event-writes.js';
-import { keepToIndexes } from './index-plans.js';
 import { countKeysOfIds, type KeyRow, lockKeysOfIds, readRecords, updateSmsState } from './message-writes.js';
 import { lockParking } from './park-locks.js';
 import { park } from './parked.js';
@@ -23,7 +22,6 @@ export async function ingestReceiptsOnce(
   now: Date,
   dryRun = false,
 ): Promise<TransactionResult<BatchOutcome<ReceiptOutcome>> | typeof RETRY> {
-  await keepToIndexes(client);
   const callbacks = await callbacksOf(client, accountId);
   const keyRows = await lockKeysOfIds(client, accountId, [...new Set(items.map((i) => i.messageId))]);
   const state: ReceiptBatchState = {
