@@ -27,7 +27,10 @@ describe('waybill serve --workers', () => {
       await waitFor(() => (server.output().match(/listening at/g) ?? []).length >= 2, 10_000, 'both workers');
       const pids = new Set([...server.output().matchAll(/"pid":(\d+)[^\n]*listening at/g)].map((m) => m[1]));
       expect(pids.size).toBe(2);
-      expect((server.output().match(/callback relay started/g) ?? []).length).toBe(1);
+      // The log is written asynchronously: wait for the relay's line, then count (a second would be a bug).
+      const relays = () => (server.output().match(/callback relay started/g) ?? []).length;
+      await waitFor(() => relays() >= 1, 10_000, 'the relay');
+      expect(relays()).toBe(1);
 
       const admin = (path: string, body: unknown) =>
         fetch(`${server.url}/admin/v1${path}`, {
