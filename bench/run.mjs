@@ -70,12 +70,12 @@ if (unknown.length > 0) {
 const QUICK = opts.quick;
 const scenarios = positionals.length > 0 ? positionals : ALL;
 const RECIPIENTS = Number(opts.recipients ?? (QUICK ? 20_000 : 1_000_000));
-const DURATION_S = Number(opts.duration ?? (QUICK ? 1 : 10));
-const WARMUP_S = Number(opts.warmup ?? (QUICK ? 0.3 : 2));
+const DURATION_S = Number(opts.duration ?? (QUICK ? 0.5 : 10));
+const WARMUP_S = Number(opts.warmup ?? (QUICK ? 0.2 : 2));
 const ROUNDS = Number(opts.rounds ?? (QUICK ? 1 : 3));
 const CONNECTIONS = Number(opts.connections);
 const WORKERS = Number(opts.workers);
-const INGEST_RECORDS = Number(opts['ingest-records'] ?? (QUICK ? 4_000 : 100_000));
+const INGEST_RECORDS = Number(opts['ingest-records'] ?? (QUICK ? 2_000 : 100_000));
 const dist = resolve(opts['server-dist']);
 const baselineDist = opts['baseline-dist'] ? resolve(opts['baseline-dist']) : null;
 const accessLog = opts['access-log'] !== 'off';
@@ -349,7 +349,7 @@ if (scenarios.includes('ingest')) {
 }
 
 if (scenarios.includes('callbacks')) {
-  const n = QUICK ? 500 : 20_000;
+  const n = QUICK ? 200 : 20_000;
   const args = [join(benchDir, 'callbacks.mjs'), '--n', String(n), '--json'];
   if (!QUICK && engine === 'PostgreSQL') args.push('--database-url', manifest.databaseUrl);
   const out = await new Promise((resolveRun, reject) => {
