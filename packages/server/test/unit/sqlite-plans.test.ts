@@ -53,7 +53,7 @@ describe('SQLite query plans', () => {
   it('finds the statements', () => {
     expect(all.size).toBeGreaterThan(40);
     expect(all.has('identitiesOfContacts')).toBe(true);
-    expect(all.has('dlr')).toBe(true);
+    expect(all.has('dlrItems')).toBe(true);
   });
 
   it('never scans a table that grows with the data', () => {

@@ -259,12 +259,8 @@ export function prepareStatements(db: Database) {
     dropParkedBefore: prepare<[number]>('DELETE FROM parked_receipts WHERE parked_at < ?'),
     // The primary key finds every recipient of the id; sorting that handful by seq is cheap.
     // No ORDER BY: SQLite's sorter costs ~4× the primary-key lookup even for the 1–3 rows of a message
-    // (measured under /dlr load, docs/benchmarks.md), so callers order by `seq` in JavaScript.
-    dlr: prepare<[string, string], MessageRow & { seq: number }>(
-      `SELECT ${MESSAGE_COLUMNS}, seq FROM messages
-       WHERE account_id = ? AND id = ? AND sms_status IS NOT NULL`,
-    ),
-    // GET /dlr's own read: only the columns it shows (the receipt planner above needs whole records).
+    // (measured under /dlr load, docs/benchmarks.md), so callers order by `seq` in JavaScript. Only the columns
+    // /dlr shows are read (receipt batches read whole records with recipientsOfIds).
     dlrItems: prepare<[string, string], DlrRow & { seq: number }>(
       `SELECT ${DLR_COLUMNS}, seq FROM messages
        WHERE account_id = ? AND id = ? AND sms_status IS NOT NULL`,
