@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 const dist = resolve(dirname(fileURLToPath(import.meta.url)), '../packages/server/dist');
 const { buildApp } = await import(`${dist}/app.js`);
 const { loadConfig } = await import(`${dist}/config.js`);
-const { resolvePepper } = await import(`${dist}/pepper.js`);
+const { resolvePepper } = await import(`${dist}/auth/pepper.js`);
 const { openStore } = await import(`${dist}/store/open.js`);
 
 const config = loadConfig({ PORT: '0', ...process.env });

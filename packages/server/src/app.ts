@@ -4,27 +4,29 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import pino from 'pino';
-import { AccountCache } from './account-cache.js';
+import { AccountCache } from './auth/account-cache.js';
+import { requireAdminToken } from './auth/admin-token.js';
+import type { Limits } from './auth/limits.js';
+import { MemoryLimits } from './auth/memory-limits.js';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
-import type { Limits } from './limits/limits.js';
-import { MemoryLimits } from './limits/memory-limits.js';
-import { Metrics } from './metrics.js';
-import { registerAccessLog } from './plugins/access-log.js';
-import { registerCors } from './plugins/cors.js';
-import { registerDeprecationHeaders } from './plugins/deprecation.js';
-import { registerDrainHeaders } from './plugins/drain.js';
-import { registerErrorHandling } from './plugins/error-handling.js';
+import { registerAccessLog } from './http/access-log.js';
+import { ACCOUNT_SCHEMAS } from './http/accounts.js';
+import { registerCors } from './http/cors.js';
+import { registerDeprecationHeaders } from './http/deprecation.js';
+import { registerDrainHeaders } from './http/drain.js';
+import { registerErrorHandling } from './http/error-handling.js';
 import {
   answerUnmetExpectations,
   clientErrorHandler,
   frameworkErrors,
   HTTP_SERVER_OPTIONS,
-} from './plugins/malformed-http.js';
-import { acceptAllMethods, methodNotAllowed, registerProtocol, requestIdFrom } from './plugins/protocol.js';
-import { registerRequestMetrics } from './plugins/request-metrics.js';
-import { ACCOUNT_SCHEMAS, adminAccountRoutes } from './routes/admin-accounts.js';
-import { requireAdminToken } from './routes/admin-auth.js';
+} from './http/malformed-http.js';
+import { Metrics } from './http/metrics.js';
+import { acceptAllMethods, methodNotAllowed, registerProtocol, requestIdFrom } from './http/protocol.js';
+import { registerRequestMetrics } from './http/request-metrics.js';
+import { type NamedSchema, SHARED_SCHEMAS } from './http/schemas.js';
+import { adminAccountRoutes } from './routes/admin-accounts.js';
 import { adminCallbackRoutes, DELIVERY_SCHEMAS } from './routes/admin-callbacks.js';
 import { adminIngestRoutes, INGEST_SCHEMAS } from './routes/admin-ingest.js';
 import { contactMessagesV1Routes, V1_PATH } from './routes/contact-messages-v1.js';
@@ -33,7 +35,6 @@ import { healthRoutes } from './routes/health.js';
 import { messagesRoutes } from './routes/messages.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { receiptsRoutes } from './routes/receipts.js';
-import { type NamedSchema, SHARED_SCHEMAS } from './routes/schemas.js';
 import type { Store } from './store/store.js';
 
 export interface BuildOptions {

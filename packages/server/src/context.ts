@@ -1,7 +1,7 @@
-import type { AccountCache } from './account-cache.js';
+import type { AccountCache } from './auth/account-cache.js';
+import type { Limits } from './auth/limits.js';
 import type { Config } from './config.js';
-import type { Limits } from './limits/limits.js';
-import type { Metrics } from './metrics.js';
+import type { Metrics } from './http/metrics.js';
 import type { Store } from './store/store.js';
 
 /** What routes and plugins share: built once by `buildApp` and passed to each as plugin options. */

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Config } from '../config.js';
-import { nextAttemptDelayMs, parseRetryAfter, signWebhook } from '../domain/deliveries.js';
+import { nextAttemptDelayMs, parseRetryAfter, signWebhook } from '../domain/deliveries/delivery.js';
 import type { CallbackSecrets } from '../domain/records.js';
 import { openSecret } from '../domain/secret-box.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../http/metrics.js';
 import type { AttemptOutcome, ClaimedDelivery, Store } from '../store/store.js';
 import { CallbackHttpClient, CallbackRequestError, type CallbackResponse } from './http-client.js';
 

@@ -1,5 +1,5 @@
+import { type Pepper, resolvePepper } from '../auth/pepper.js';
 import { type Config, loadConfig } from '../config.js';
-import { type Pepper, resolvePepper } from '../pepper.js';
 import { openStore } from '../store/open.js';
 import type { AppliedMigration, Store } from '../store/store.js';
 import { configSource } from './options.js';

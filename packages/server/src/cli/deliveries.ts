@@ -7,7 +7,7 @@ import {
   PROBLEM_CODES,
   TimeoutError,
 } from '@waybill/client';
-import { DELIVERY_STATES } from '../domain/deliveries.js';
+import { DELIVERY_STATES } from '../domain/deliveries/delivery.js';
 import { isUuid } from '../domain/formats.js';
 import { MAX_DELIVERY_LIMIT } from '../domain/query-params.js';
 import {

@@ -2,18 +2,13 @@ import cluster from 'node:cluster';
 import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../app.js';
-import { Relay } from '../callbacks/relay.js';
+import { resolvePepper } from '../auth/pepper.js';
 import { loadConfig } from '../config.js';
 import { secretMatches } from '../domain/credentials.js';
-import type { Limits } from '../limits/limits.js';
-import { MemoryLimits } from '../limits/memory-limits.js';
-import { RedisLimits } from '../limits/redis-limits.js';
-import { Metrics } from '../metrics.js';
+import { drainConnections } from '../http/drain.js';
 import { sealLegacyCallbackSecrets } from '../operations/accounts.js';
 import { DEMO_ACCOUNT, demoBanner, loadDemoData } from '../operations/demo-data.js';
-import { resolvePepper } from '../pepper.js';
-import { drainConnections } from '../plugins/drain.js';
+import { composeService } from '../service.js';
 import { openStore } from '../store/open.js';
 import { configFlags, configSource, EXIT, StartupError } from './options.js';
 import { runsRelay, superviseWorkers, workerCount, workerIndex } from './workers.js';
@@ -39,27 +34,8 @@ export async function serveCommand(args: string[]): Promise<number> {
   const pepper = resolvePepper(config);
   const store = openStore(config);
   const migrated = await store.migrate();
-  const limits: Limits = await openLimits(config);
-  const metrics = new Metrics();
-  // The relay needs the app's logger, and the app needs to poke the relay: bound once both exist.
-  let relay: Relay | null = null;
-  const app = await buildApp({
-    config,
-    store,
-    pepper: pepper.value,
-    limits,
-    metrics,
-    deliveriesQueued: () => relay?.poke(),
-  });
-  if (runsRelay(config)) {
-    relay = new Relay({
-      store,
-      config,
-      pepper: pepper.value,
-      logger: app.log.child({ component: 'callback-relay' }),
-      metrics,
-    });
-  }
+  const service = await composeService({ config, store, pepper: pepper.value, relay: runsRelay(config) });
+  const { app, relay, limits } = service;
 
   if (migrated.length > 0) {
     app.log.info({ migrations: migrated.map((m) => `${m.version} ${m.name}`) }, 'applied schema migrations');
@@ -103,7 +79,7 @@ export async function serveCommand(args: string[]): Promise<number> {
 
   const address = await app.listen({ host: config.host, port: config.port });
   if (relay && !stopping) {
-    relay.start();
+    service.start();
     app.log.info(
       {
         concurrency: config.callbackConcurrency,
@@ -137,7 +113,7 @@ export async function serveCommand(args: string[]): Promise<number> {
 /** How long a shutdown waits for in-flight requests and callback attempts (CONTRACT §11). */
 const SHUTDOWN_DEADLINE_MS = 10_000;
 
-/** Drains the server within the deadline (plugins/drain.ts), then closes the app. */
+/** Drains the server within the deadline (http/drain.ts), then closes the app. */
 async function closeServer(app: FastifyInstance): Promise<void> {
   await drainConnections(app, SHUTDOWN_DEADLINE_MS);
   await app.close();
@@ -191,12 +167,4 @@ export async function probeAddress(host: string, port: number): Promise<void> {
     });
     probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
   });
-}
-
-/** Shared counters in Redis when REDIS_URL is set (several instances), else in this process. */
-async function openLimits(config: ReturnType<typeof loadConfig>): Promise<Limits> {
-  if (!config.redisUrl) return new MemoryLimits(config);
-  const limits = new RedisLimits(config.redisUrl, config);
-  await limits.ping();
-  return limits;
 }

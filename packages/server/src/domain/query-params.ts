@@ -1,4 +1,4 @@
-import { DELIVERY_STATES, type DeliveryState } from './deliveries.js';
+import { DELIVERY_STATES, type DeliveryState } from './deliveries/delivery.js';
 import {
   channelUserIdRule,
   isCampaignId,

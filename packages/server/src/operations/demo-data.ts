@@ -1,4 +1,4 @@
-import type { MessageUpsert, ReceiptInput } from '../domain/ingest.js';
+import type { MessageUpsert, ReceiptInput } from '../domain/ingest/precedence.js';
 import type { DrStatuscode } from '../domain/vocabulary.js';
 import type { Store } from '../store/store.js';
 import { createAccount } from './accounts.js';

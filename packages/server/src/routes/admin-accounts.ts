@@ -1,164 +1,22 @@
 import type { FastifyInstance } from 'fastify';
-import { type Static, Type } from 'typebox';
+import type { Static } from 'typebox';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../domain/errors.js';
-import { isUuid } from '../domain/formats.js';
-import { allowlistEntryProblem } from '../domain/ip-allowlist.js';
-import type { Account, AccountPatch } from '../domain/records.js';
-import { createAccount, rotateSecret } from '../operations/accounts.js';
-import { methodNotAllowed } from '../plugins/protocol.js';
+import type { AccountPatch } from '../domain/records.js';
 import {
-  adminProblems,
-  BODY_STATUSES,
-  headers,
-  type NamedSchema,
-  ref,
-  response,
-  SECURITY,
-  Timestamp,
-} from './schemas.js';
-
-export const AccountSchema = Type.Object(
-  {
-    id: Type.String({ format: 'uuid' }),
-    name: Type.String(),
-    key: Type.String({ description: '8 letters and digits', examples: ['DEMOKEY1'] }),
-    ipWhitelist: Type.Array(Type.String(), {
-      description: 'Addresses and CIDR ranges; empty allows everyone',
-    }),
-    dlrQueryEnabled: Type.Boolean(),
-    balance: Type.Number(),
-    creditLimit: Type.Number(),
-    callbackUrl: Type.Union([Type.String(), Type.Null()]),
-    callbackEnabled: Type.Boolean({
-      description: 'Deliveries are queued only while true; a 410 Gone from the callback turns it off',
-    }),
-    createdAt: Timestamp,
-  },
-  { $id: 'Account', description: 'An account; its secrets are shown only when created or rotated' },
-);
-const secret = Type.String({ description: 'Shown only now and at rotation', examples: ['DEMOSECR'] });
-const callbackSecret = Type.String({
-  description: 'whsec_ + base64 of 32 bytes: the key that signs callbacks; shown only now and at rotation',
-});
-const AccountWithSecretSchema = Type.Object(
-  { ...AccountSchema.properties, secret },
-  { $id: 'AccountWithSecret', description: 'An account with its new secret' },
-);
-const CreatedAccountSchema = Type.Object(
-  { ...AccountSchema.properties, secret, callbackSecret },
-  { $id: 'CreatedAccount', description: 'A new account with its secret and callback secret' },
-);
-export const AccountWithCallbackSecretSchema = Type.Object(
-  { ...AccountSchema.properties, callbackSecret },
-  { $id: 'AccountWithCallbackSecret', description: 'An account with its new callback secret' },
-);
-
-const settable = {
-  name: Type.String({ minLength: 1, maxLength: 200 }),
-  ipWhitelist: Type.Array(Type.String({ maxLength: 64 }), {
-    maxItems: 1000,
-    description: 'IPv4/IPv6 addresses and CIDR ranges; empty allows every caller',
-  }),
-  dlrQueryEnabled: Type.Boolean(),
-  balance: Type.Number(),
-  creditLimit: Type.Number(),
-  callbackUrl: Type.Union([Type.String({ maxLength: 2048 }), Type.Null()], {
-    description: 'http or https, at most 2048 characters, no credentials in it',
-  }),
-  callbackEnabled: Type.Boolean(),
-};
-const CreateBody = Type.Object(
-  {
-    name: settable.name,
-    ipWhitelist: Type.Optional(settable.ipWhitelist),
-    dlrQueryEnabled: Type.Optional(settable.dlrQueryEnabled),
-    balance: Type.Optional(settable.balance),
-    creditLimit: Type.Optional(settable.creditLimit),
-    callbackUrl: Type.Optional(settable.callbackUrl),
-    callbackEnabled: Type.Optional(settable.callbackEnabled),
-  },
-  {
-    $id: 'AccountCreate',
-    additionalProperties: false,
-    description: 'A new account; unknown fields are refused',
-  },
-);
-const PatchBody = Type.Object(
-  {
-    name: Type.Optional(settable.name),
-    ipWhitelist: Type.Optional(settable.ipWhitelist),
-    dlrQueryEnabled: Type.Optional(settable.dlrQueryEnabled),
-    balance: Type.Optional(settable.balance),
-    creditLimit: Type.Optional(settable.creditLimit),
-    callbackUrl: Type.Optional(settable.callbackUrl),
-    callbackEnabled: Type.Optional(settable.callbackEnabled),
-  },
-  {
-    $id: 'AccountPatch',
-    additionalProperties: false,
-    description: 'The fields to change; callbackUrl null clears it, null elsewhere is refused',
-  },
-);
-// Not `format: 'uuid'`: a malformed id is an account that does not exist (404), not a bad request.
-export const IdParams = Type.Object({ id: Type.String({ description: 'Account UUID' }) });
-
-/** The named schemas of the account routes, registered in the operator API's scope. */
-export const ACCOUNT_SCHEMAS: readonly NamedSchema[] = [
   AccountSchema,
   AccountWithSecretSchema,
-  CreatedAccountSchema,
-  AccountWithCallbackSecretSchema,
+  accountOr404,
+  accountWire,
   CreateBody,
+  CreatedAccountSchema,
+  checkSettable,
+  IdParams,
   PatchBody,
-];
-
-/** Rejects what the schema cannot express: whitelist entries and callback URLs. */
-function checkSettable(body: { name?: string; ipWhitelist?: string[]; callbackUrl?: string | null }): void {
-  if (body.name !== undefined && /\p{Cc}/u.test(body.name)) {
-    throw new ApiError('invalid_request', 'name must not contain control characters', { param: 'name' });
-  }
-  for (const [i, entry] of (body.ipWhitelist ?? []).entries()) {
-    const problem = allowlistEntryProblem(entry);
-    if (problem) {
-      throw new ApiError('invalid_request', `ipWhitelist[${i}]: ${problem}`, { param: `ipWhitelist[${i}]` });
-    }
-  }
-  if (typeof body.callbackUrl === 'string') {
-    let url: URL | null = null;
-    try {
-      url = new URL(body.callbackUrl);
-    } catch {
-      // reported below
-    }
-    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
-      throw new ApiError('invalid_request', 'callbackUrl must be an absolute http or https URL', {
-        param: 'callbackUrl',
-      });
-    }
-    if (/\p{Cc}/u.test(body.callbackUrl)) {
-      throw new ApiError('invalid_request', 'callbackUrl must not contain control characters', {
-        param: 'callbackUrl',
-      });
-    }
-    // Where it points is judged at each attempt (CONTRACT §9); credentials in it would be stored and logged.
-    if (url.username !== '' || url.password !== '') {
-      throw new ApiError('invalid_request', 'callbackUrl must not contain credentials (user:password@)', {
-        param: 'callbackUrl',
-      });
-    }
-  }
-}
-
-export const accountWire = (a: Account) => ({ ...a, createdAt: a.createdAt.toISOString() });
-
-/** Loads the account of the path, or answers 404. */
-export async function accountOr404(ctx: AppContext, id: string): Promise<Account> {
-  const account = isUuid(id) ? await ctx.store.getAccount(id.toLowerCase()) : null;
-  if (!account) throw new ApiError('not_found', `no account ${id}`);
-  return account;
-}
-
+} from '../http/accounts.js';
+import { methodNotAllowed } from '../http/protocol.js';
+import { adminProblems, BODY_STATUSES, headers, ref, response, SECURITY } from '../http/schemas.js';
+import { createAccount, rotateSecret } from '../operations/accounts.js';
 /** `/admin/v1/accounts…` — create, read, change, delete, rotate the secret (CONTRACT §5). */
 export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const tags = ['operator'];

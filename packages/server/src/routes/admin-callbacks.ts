@@ -2,18 +2,17 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../context.js';
 import { decodeSeqCursor, encodeSeqCursor } from '../domain/cursor.js';
-import { type AttemptRecord, DELIVERY_STATES, type Delivery } from '../domain/deliveries.js';
+import { type AttemptRecord, DELIVERY_STATES, type Delivery } from '../domain/deliveries/delivery.js';
+import { EVENT_ID } from '../domain/deliveries/events.js';
 import { ApiError } from '../domain/errors.js';
-import { EVENT_ID } from '../domain/events.js';
 import {
   DEFAULT_DELIVERY_LIMIT,
   MAX_DELIVERY_LIMIT,
   parseDeliveriesQuery,
   type RawQuery,
 } from '../domain/query-params.js';
-import { rotateCallbackSecret } from '../operations/accounts.js';
-import { methodNotAllowed } from '../plugins/protocol.js';
-import { AccountWithCallbackSecretSchema, accountOr404, accountWire, IdParams } from './admin-accounts.js';
+import { AccountWithCallbackSecretSchema, accountOr404, accountWire, IdParams } from '../http/accounts.js';
+import { methodNotAllowed } from '../http/protocol.js';
 import {
   adminProblems,
   BODY_STATUSES,
@@ -24,8 +23,9 @@ import {
   response,
   SECURITY,
   Timestamp,
-} from './schemas.js';
-import { describedOnly } from './validation.js';
+} from '../http/schemas.js';
+import { describedOnly } from '../http/validation.js';
+import { rotateCallbackSecret } from '../operations/accounts.js';
 
 const AttemptSchema = Type.Object(
   {

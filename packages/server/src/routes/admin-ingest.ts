@@ -2,13 +2,18 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../domain/errors.js';
-import type { BatchOutcome, ItemError } from '../domain/ingest.js';
-import { methodNotAllowed } from '../plugins/protocol.js';
+import type { BatchOutcome, ItemError } from '../domain/ingest/precedence.js';
+import { accountOr404, IdParams } from '../http/accounts.js';
+import {
+  checkMessageItem,
+  checkReceiptItem,
+  MessageItemSchema,
+  ReceiptItemSchema,
+} from '../http/ingest-items.js';
+import { methodNotAllowed } from '../http/protocol.js';
+import { adminProblems, BODY_STATUSES, type NamedSchema, ref, response, SECURITY } from '../http/schemas.js';
+import { describedOnly } from '../http/validation.js';
 import type { IngestOptions } from '../store/store.js';
-import { accountOr404, IdParams } from './admin-accounts.js';
-import { checkMessageItem, checkReceiptItem, MessageItemSchema, ReceiptItemSchema } from './ingest-items.js';
-import { adminProblems, BODY_STATUSES, type NamedSchema, ref, response, SECURITY } from './schemas.js';
-import { describedOnly } from './validation.js';
 
 export const MAX_BATCH = 1000;
 

@@ -1,55 +1,25 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { authenticate, readCredentials } from '../auth/authenticate.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../domain/errors.js';
+import { parseMessagesQuery, type RawQuery } from '../domain/query-params.js';
+import { historyPage, messagesByIds } from '../http/messages-query.js';
+import { methodNotAllowed } from '../http/protocol.js';
 import {
-  DEFAULT_PAGE_SIZE,
-  MAX_PAGE_SIZE,
-  parseMessagesQuery,
-  type RawQuery,
-} from '../domain/query-params.js';
-import { CHANNELS } from '../domain/vocabulary.js';
-import { authenticate, readCredentials } from '../plugins/authenticate.js';
-import { methodNotAllowed } from '../plugins/protocol.js';
-import { historyPage, messagesByIds } from './messages-query.js';
-import {
-  enumOf,
   type HeaderName,
   MessageRecordSchema,
   MessagesEnvelopeSchema,
+  messagesQuerystring,
   queryProblems,
   RATE_LIMIT_HEADERS,
   ref,
   response,
   SECURITY,
-} from './schemas.js';
-import { describedOnly } from './validation.js';
+} from '../http/schemas.js';
+import { describedOnly } from '../http/validation.js';
 
 export const V1_PATH = '/api/v1/contacts/messages';
-
-export const messagesQuerystring = (withCampaign: boolean) =>
-  Type.Object({
-    messageIds: Type.Optional(
-      Type.String({
-        description: 'Mode 1: comma-separated message ids, 1-20',
-        examples: ['demo-sms-0001,demo-wa-0001'],
-      }),
-    ),
-    channel: Type.Optional(enumOf(CHANNELS, 'The channel (any case)')),
-    channelUserId: Type.Optional(
-      Type.String({ description: 'Mode 2: the contact on the channel', examples: ['447700900123'] }),
-    ),
-    contactId: Type.Optional(Type.String({ format: 'uuid', description: 'Mode 2: the contact UUID' })),
-    size: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })),
-    cursor: Type.Optional(Type.String({ description: 'nextCursor of the previous page' })),
-    ...(withCampaign
-      ? {
-          campaignId: Type.Optional(
-            Type.String({ description: 'Campaign filter', examples: ['spring-sale'] }),
-          ),
-        }
-      : {}),
-  });
 
 const V1_HEADERS: HeaderName[] = ['Deprecation', 'Sunset', 'Link'];
 

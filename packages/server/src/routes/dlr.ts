@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { authenticate } from '../auth/authenticate.js';
 import type { AppContext } from '../context.js';
 import { parseDlrQuery, type RawQuery } from '../domain/query-params.js';
 import { toDlrItem } from '../domain/wire.js';
-import { authenticate } from '../plugins/authenticate.js';
-import { sendDlrFailure } from '../plugins/problem.js';
-import { methodNotAllowed } from '../plugins/protocol.js';
+import { sendDlrFailure } from '../http/problem.js';
+import { methodNotAllowed } from '../http/protocol.js';
 import {
   DlrFailureSchema,
   DlrItemSchema,
@@ -16,8 +16,8 @@ import {
   ref,
   response,
   SECURITY,
-} from './schemas.js';
-import { describedOnly } from './validation.js';
+} from '../http/schemas.js';
+import { describedOnly } from '../http/validation.js';
 
 const querystring = Type.Object({
   messageid: Type.String({

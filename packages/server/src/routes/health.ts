@@ -1,7 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
-import { methodNotAllowed } from '../plugins/protocol.js';
-import { HealthSchema, PROTOCOL_STATUSES, problemResponses, ref, response, SECURITY } from './schemas.js';
+import { methodNotAllowed } from '../http/protocol.js';
+import {
+  HealthSchema,
+  PROTOCOL_STATUSES,
+  problemResponses,
+  ref,
+  response,
+  SECURITY,
+} from '../http/schemas.js';
 
 const Status = ref(HealthSchema);
 const READY_TIMEOUT_MS = 2000;

@@ -1,20 +1,20 @@
 import type { FastifyInstance } from 'fastify';
+import { authenticate, readCredentials } from '../auth/authenticate.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../domain/errors.js';
 import { parseMessagesQuery, type RawQuery } from '../domain/query-params.js';
-import { authenticate, readCredentials } from '../plugins/authenticate.js';
-import { methodNotAllowed } from '../plugins/protocol.js';
-import { messagesQuerystring } from './contact-messages-v1.js';
-import { historyPage, messagesByIds } from './messages-query.js';
+import { historyPage, messagesByIds } from '../http/messages-query.js';
+import { methodNotAllowed } from '../http/protocol.js';
 import {
   MessagesEnvelopeSchema,
+  messagesQuerystring,
   queryProblems,
   RATE_LIMIT_HEADERS,
   ref,
   response,
   SECURITY,
-} from './schemas.js';
-import { describedOnly } from './validation.js';
+} from '../http/schemas.js';
+import { describedOnly } from '../http/validation.js';
 
 /** `GET /messages` — the successor of the v1 query, with campaign filtering (CONTRACT §4). */
 export async function messagesRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

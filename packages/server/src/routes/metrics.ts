@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { requireAdminToken } from '../auth/admin-token.js';
 import type { AppContext } from '../context.js';
-import { methodNotAllowed } from '../plugins/protocol.js';
-import { requireAdminToken } from './admin-auth.js';
-import { PROTOCOL_STATUSES, problemResponses, response, SECURITY } from './schemas.js';
+import { methodNotAllowed } from '../http/protocol.js';
+import { PROTOCOL_STATUSES, problemResponses, response, SECURITY } from '../http/schemas.js';
 
 /**
  * `GET /metrics` — Prometheus text exposition (CONTRACT §11). Behind the admin token when one is set: the

@@ -1,13 +1,20 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { authenticate, readCredentials } from '../auth/authenticate.js';
 import type { AppContext } from '../context.js';
 import { decodeSeqCursor, encodeSeqCursor } from '../domain/cursor.js';
 import { ApiError } from '../domain/errors.js';
 import { DEFAULT_FEED_LIMIT, MAX_FEED_LIMIT, parseFeedQuery, type RawQuery } from '../domain/query-params.js';
-import { authenticate, readCredentials } from '../plugins/authenticate.js';
-import { methodNotAllowed } from '../plugins/protocol.js';
-import { queryProblems, RATE_LIMIT_HEADERS, ReceiptFeedSchema, ref, response, SECURITY } from './schemas.js';
-import { describedOnly } from './validation.js';
+import { methodNotAllowed } from '../http/protocol.js';
+import {
+  queryProblems,
+  RATE_LIMIT_HEADERS,
+  ReceiptFeedSchema,
+  ref,
+  response,
+  SECURITY,
+} from '../http/schemas.js';
+import { describedOnly } from '../http/validation.js';
 
 const feedBinding = (accountId: string) => ['receipts', accountId];
 

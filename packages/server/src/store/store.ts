@@ -1,6 +1,16 @@
-import type { AttemptRecord, Delivery, DeliveryDetail, DeliveryState } from '../domain/deliveries.js';
-import type { ReceiptEvent } from '../domain/events.js';
-import type { BatchOutcome, MessageUpsert, ReceiptInput, ReceiptOutcome } from '../domain/ingest.js';
+import type {
+  AttemptRecord,
+  Delivery,
+  DeliveryDetail,
+  DeliveryState,
+} from '../domain/deliveries/delivery.js';
+import type { ReceiptEvent } from '../domain/deliveries/events.js';
+import type {
+  BatchOutcome,
+  MessageUpsert,
+  ReceiptInput,
+  ReceiptOutcome,
+} from '../domain/ingest/precedence.js';
 import type {
   Account,
   AccountPatch,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { AttemptRecord } from '../../src/domain/deliveries.js';
+import type { AttemptRecord } from '../../src/domain/deliveries/delivery.js';
 import type { ClaimedDelivery, ClaimRequest, Store } from '../../src/store/store.js';
 import { engines } from '../support/engines.js';
 import { at, ingest, ingestReceipts, NOW, newAccount, receipt, sms, useStore } from './fixtures.js';

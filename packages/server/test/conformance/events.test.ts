@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { EVENT_ID } from '../../src/domain/events.js';
+import { EVENT_ID } from '../../src/domain/deliveries/events.js';
 import type { Store } from '../../src/store/store.js';
 import { engines } from '../support/engines.js';
 import { at, ingest, ingestReceipts, NOW, newAccount, receipt, sms, useStore } from './fixtures.js';

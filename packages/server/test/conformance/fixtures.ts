@@ -1,7 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { afterEach, beforeEach, expect } from 'vitest';
 import { newId } from '../../src/domain/ids.js';
-import type { MessageUpsert, ReceiptInput, ReceiptOutcome } from '../../src/domain/ingest.js';
+import type { MessageUpsert, ReceiptInput, ReceiptOutcome } from '../../src/domain/ingest/precedence.js';
 import {
   type Account,
   type NewAccount,

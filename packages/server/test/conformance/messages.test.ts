@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { newId } from '../../src/domain/ids.js';
-import type { MessageUpsert } from '../../src/domain/ingest.js';
+import type { MessageUpsert } from '../../src/domain/ingest/precedence.js';
 import { engines } from '../support/engines.js';
 import { at, createAccount, ingest, NOW, record, sms, useStore } from './fixtures.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { newId } from '../../src/domain/ids.js';
-import type { MessageUpsert } from '../../src/domain/ingest.js';
+import type { MessageUpsert } from '../../src/domain/ingest/precedence.js';
 import { comparePositions, positionOf, type StoredMessage } from '../../src/domain/records.js';
 import { engines } from '../support/engines.js';
 import { allPages, at, createAccount, ingest, key, NOW, sms, useStore } from './fixtures.js';

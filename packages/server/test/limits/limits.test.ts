@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { LimitSettings, Limits } from '../../src/limits/limits.js';
-import { MemoryLimits } from '../../src/limits/memory-limits.js';
-import { RedisLimits } from '../../src/limits/redis-limits.js';
+import type { LimitSettings, Limits } from '../../src/auth/limits.js';
+import { MemoryLimits } from '../../src/auth/memory-limits.js';
+import { RedisLimits } from '../../src/auth/redis-limits.js';
 
 const SETTINGS: LimitSettings = { ratePerSecond: 2, rateBurst: 4, lockoutFailures: 3, lockoutSeconds: 60 };
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ReceiptInput } from '../../src/domain/ingest.js';
+import type { ReceiptInput } from '../../src/domain/ingest/precedence.js';
 import type { ClaimedDelivery, ClaimRequest, Store } from '../../src/store/store.js';
 import { NOW, newAccount, sms } from '../conformance/fixtures.js';
 import { dropSchema, freshSchema, openStore, POSTGRES_URL } from './harness.js';

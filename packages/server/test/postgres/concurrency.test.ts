@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { MessageUpsert } from '../../src/domain/ingest.js';
+import type { MessageUpsert } from '../../src/domain/ingest/precedence.js';
 import type { Account } from '../../src/domain/records.js';
 import type { Store } from '../../src/store/store.js';
 import { NOW, newAccount, receipt } from '../conformance/fixtures.js';

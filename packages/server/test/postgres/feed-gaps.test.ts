@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ReceiptEvent } from '../../src/domain/events.js';
-import type { ReceiptInput } from '../../src/domain/ingest.js';
+import type { ReceiptEvent } from '../../src/domain/deliveries/events.js';
+import type { ReceiptInput } from '../../src/domain/ingest/precedence.js';
 import type { Store } from '../../src/store/store.js';
 import { NOW, newAccount, sms } from '../conformance/fixtures.js';
 import { dropSchema, freshSchema, openStore, POSTGRES_URL } from './harness.js';

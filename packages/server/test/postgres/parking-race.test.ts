@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ReceiptInput } from '../../src/domain/ingest.js';
+import type { ReceiptInput } from '../../src/domain/ingest/precedence.js';
 import type { Store } from '../../src/store/store.js';
 import { at, NOW, newAccount, sms } from '../conformance/fixtures.js';
 import { dropSchema, freshSchema, openStore, POSTGRES_URL } from './harness.js';

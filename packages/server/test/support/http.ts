@@ -1,8 +1,8 @@
 import { Writable } from 'node:stream';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterEach, beforeEach } from 'vitest';
-import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
+import { composeService } from '../../src/service.js';
 import type { Store } from '../../src/store/store.js';
 import type { EngineFixture } from './engines.js';
 
@@ -58,7 +58,8 @@ export async function startHarness(
       done();
     },
   });
-  const app = await buildApp({ config, store, pepper: PEPPER, clock: () => now, logStream });
+  const service = await composeService({ config, store, pepper: PEPPER, clock: () => now, logStream });
+  const { app } = service;
   const admin = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown) =>
     app.inject({
       method,
@@ -84,8 +85,7 @@ export async function startHarness(
     receipts: (accountId, receipts) =>
       admin('POST', `/admin/v1/accounts/${accountId}/receipts`, { receipts }),
     async close() {
-      await app.close();
-      await store.close();
+      await service.close();
     },
   };
 }

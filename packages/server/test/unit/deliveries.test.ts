@@ -7,7 +7,7 @@ import {
   nextAttemptDelayMs,
   parseRetryAfter,
   signWebhook,
-} from '../../src/domain/deliveries.js';
+} from '../../src/domain/deliveries/delivery.js';
 import { openSecret, sealSecret } from '../../src/domain/secret-box.js';
 
 describe('the retry schedule', () => {

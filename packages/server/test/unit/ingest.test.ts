@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyReceipt, type ReceiptInput } from '../../src/domain/ingest.js';
+import { applyReceipt, type ReceiptInput } from '../../src/domain/ingest/precedence.js';
 import type { SmsState } from '../../src/domain/records.js';
 import type { DrErrcode, DrStatuscode } from '../../src/domain/vocabulary.js';
 

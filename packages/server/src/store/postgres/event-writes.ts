@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { PlannedEvent, RecipientRef } from '../../domain/events.js';
+import type { PlannedEvent, RecipientRef } from '../../domain/deliveries/events.js';
 import { isUuid } from '../../domain/formats.js';
 
 /**

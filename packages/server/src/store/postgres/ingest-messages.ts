@@ -1,5 +1,4 @@
 import type pg from 'pg';
-import type { BatchOutcome, MessageUpsert } from '../../domain/ingest.js';
 import {
   conversationKey,
   identityKey,
@@ -8,7 +7,8 @@ import {
   messageBatchKeys,
   planMessages,
   recordKey,
-} from '../../domain/plan-messages.js';
+} from '../../domain/ingest/plan-messages.js';
+import type { BatchOutcome, MessageUpsert } from '../../domain/ingest/precedence.js';
 import type { IngestOptions, MessageBatchResult } from '../store.js';
 import { callbacksOf, writeEvents } from './event-writes.js';
 import { insertKeys, lockKeys, readRecords, upsertRecords } from './message-writes.js';
@@ -18,7 +18,7 @@ import { RETRY, type TransactionResult } from './pool.js';
 
 /**
  * One attempt at a message batch, inside a transaction: loads what the planner needs in a few set-wise
- * statements, lets domain/plan-messages.ts decide, and writes its plan set-wise.
+ * statements, lets domain/ingest/plan-messages.ts decide, and writes its plan set-wise.
  *
  * Concurrency: existing records are locked (their key rows) before they are read, and so are the parked
  * receipts the batch may consume. Everything the batch creates (identities, conversations, record keys) is

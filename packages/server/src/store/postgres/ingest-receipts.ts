@@ -1,6 +1,6 @@
 import type pg from 'pg';
-import type { BatchOutcome, ReceiptInput, ReceiptOutcome } from '../../domain/ingest.js';
-import { planReceipts, type ReceiptBatchState, type ReceiptPlan } from '../../domain/plan-receipts.js';
+import { planReceipts, type ReceiptBatchState, type ReceiptPlan } from '../../domain/ingest/plan-receipts.js';
+import type { BatchOutcome, ReceiptInput, ReceiptOutcome } from '../../domain/ingest/precedence.js';
 import type { StoredMessage } from '../../domain/records.js';
 import { callbacksOf, writeEvents } from './event-writes.js';
 import { countKeysOfIds, type KeyRow, lockKeysOfIds, readRecords, updateSmsState } from './message-writes.js';
@@ -11,7 +11,7 @@ import { recordKey } from './rows.js';
 
 /**
  * One attempt at a receipt batch, inside a transaction: locks every record of the batch's message ids, lets
- * domain/plan-receipts.ts decide, and writes the changed recipients' SMS state, the events and the parked
+ * domain/ingest/plan-receipts.ts decide, and writes the changed recipients' SMS state, the events and the parked
  * receipts. Receipts never create records, so a lock on the existing keys orders them against every other
  * writer of those records; parking is ordered against the records' arrival by park-locks.ts.
  */

@@ -1,6 +1,6 @@
 import type pg from 'pg';
-import type { Delivery, DeliveryDetail } from '../../domain/deliveries.js';
-import type { ReceiptEvent } from '../../domain/events.js';
+import type { Delivery, DeliveryDetail } from '../../domain/deliveries/delivery.js';
+import type { ReceiptEvent } from '../../domain/deliveries/events.js';
 import type { AttemptOutcome, ClaimedDelivery, ClaimRequest, DeliveryListQuery } from '../store.js';
 import { inTransaction } from './pool.js';
 import {

@@ -1,6 +1,6 @@
 import type pg from 'pg';
-import type { ReceiptInput } from '../../domain/ingest.js';
-import { type ParkedReceipt, receiptFingerprint } from '../../domain/plan-receipts.js';
+import { type ParkedReceipt, receiptFingerprint } from '../../domain/ingest/plan-receipts.js';
+import type { ReceiptInput } from '../../domain/ingest/precedence.js';
 import { type ParkedRow, parkedFromRow, parkedJson } from './rows.js';
 
 /** Receipts parked until their recipient arrives (CONTRACT §9 "Early receipts"). */

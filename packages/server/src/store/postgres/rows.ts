@@ -1,7 +1,7 @@
-import type { AttemptRecord, Delivery, DeliveryState } from '../../domain/deliveries.js';
-import type { ReceiptEvent } from '../../domain/events.js';
-import type { ReceiptInput } from '../../domain/ingest.js';
-import type { ParkedReceipt } from '../../domain/plan-receipts.js';
+import type { AttemptRecord, Delivery, DeliveryState } from '../../domain/deliveries/delivery.js';
+import type { ReceiptEvent } from '../../domain/deliveries/events.js';
+import type { ParkedReceipt } from '../../domain/ingest/plan-receipts.js';
+import type { ReceiptInput } from '../../domain/ingest/precedence.js';
 import type {
   Account,
   AccountWithSecret,
@@ -184,7 +184,7 @@ export const joinRecord = (keys: string): string =>
    ) m`;
 
 /** Key of a message record inside one account, for in-memory maps: the planner's, so loaded maps fit it. */
-export { recordKey } from '../../domain/plan-messages.js';
+export { recordKey } from '../../domain/ingest/plan-messages.js';
 
 export interface CallbackSecretRow {
   callback_secret: string;

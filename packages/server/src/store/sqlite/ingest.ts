@@ -1,4 +1,3 @@
-import type { MessageUpsert, ReceiptInput } from '../../domain/ingest.js';
 import {
   conversationKey,
   identityKey,
@@ -6,8 +5,13 @@ import {
   type MessagePlan,
   messageBatchKeys,
   recordKey,
-} from '../../domain/plan-messages.js';
-import { type ReceiptBatchState, type ReceiptPlan, receiptFingerprint } from '../../domain/plan-receipts.js';
+} from '../../domain/ingest/plan-messages.js';
+import {
+  type ReceiptBatchState,
+  type ReceiptPlan,
+  receiptFingerprint,
+} from '../../domain/ingest/plan-receipts.js';
+import type { MessageUpsert, ReceiptInput } from '../../domain/ingest/precedence.js';
 import type { StoredMessage } from '../../domain/records.js';
 import { type Outbox, writeEvents } from './outbox.js';
 import {

@@ -1,6 +1,6 @@
 import type { Database } from 'better-sqlite3';
-import type { Delivery, DeliveryDetail } from '../../domain/deliveries.js';
-import type { PlannedEvent, ReceiptEvent, RecipientRef } from '../../domain/events.js';
+import type { Delivery, DeliveryDetail } from '../../domain/deliveries/delivery.js';
+import type { PlannedEvent, ReceiptEvent, RecipientRef } from '../../domain/deliveries/events.js';
 import type { DlrItem } from '../../domain/wire.js';
 import type { AttemptOutcome, ClaimedDelivery, ClaimRequest, DeliveryListQuery } from '../store.js';
 import {

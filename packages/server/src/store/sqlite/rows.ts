@@ -1,6 +1,6 @@
-import type { AttemptRecord, Delivery, DeliveryState } from '../../domain/deliveries.js';
-import type { ReceiptInput } from '../../domain/ingest.js';
-import type { ParkedReceipt } from '../../domain/plan-receipts.js';
+import type { AttemptRecord, Delivery, DeliveryState } from '../../domain/deliveries/delivery.js';
+import type { ParkedReceipt } from '../../domain/ingest/plan-receipts.js';
+import type { ReceiptInput } from '../../domain/ingest/precedence.js';
 import type {
   Account,
   AccountWithSecret,

@@ -1,9 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import type { BatchOutcome, ItemError, MessageUpsert, ReceiptInput } from '../../domain/ingest.js';
-import { planMessages } from '../../domain/plan-messages.js';
-import { planReceipts } from '../../domain/plan-receipts.js';
+import { planMessages } from '../../domain/ingest/plan-messages.js';
+import { planReceipts } from '../../domain/ingest/plan-receipts.js';
+import type { BatchOutcome, ItemError, MessageUpsert, ReceiptInput } from '../../domain/ingest/precedence.js';
 import type { Account, AccountPatch, NewAccount, StoredMessage } from '../../domain/records.js';
 import type { Channel } from '../../domain/vocabulary.js';
 import {

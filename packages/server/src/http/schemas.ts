@@ -1,5 +1,6 @@
 import { type Static, type TSchema, Type } from 'typebox';
 import { PROBLEMS } from '../domain/errors.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/query-params.js';
 import {
   CHANNELS,
   DIRECTIONS,
@@ -332,3 +333,28 @@ export const queryProblems = (statuses: readonly number[], headers: readonly Hea
   ...problemResponses([401, 403, ...statuses, ...PROTOCOL_STATUSES], { headers }),
   ...problemResponses([400, 429, 500, 503], { headers: [...headers, ...RATE_LIMIT_HEADERS] }),
 });
+
+/** The query string of the contact message endpoints (v1 and its successor, which adds campaignId). */
+export const messagesQuerystring = (withCampaign: boolean) =>
+  Type.Object({
+    messageIds: Type.Optional(
+      Type.String({
+        description: 'Mode 1: comma-separated message ids, 1-20',
+        examples: ['demo-sms-0001,demo-wa-0001'],
+      }),
+    ),
+    channel: Type.Optional(enumOf(CHANNELS, 'The channel (any case)')),
+    channelUserId: Type.Optional(
+      Type.String({ description: 'Mode 2: the contact on the channel', examples: ['447700900123'] }),
+    ),
+    contactId: Type.Optional(Type.String({ format: 'uuid', description: 'Mode 2: the contact UUID' })),
+    size: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })),
+    cursor: Type.Optional(Type.String({ description: 'nextCursor of the previous page' })),
+    ...(withCampaign
+      ? {
+          campaignId: Type.Optional(
+            Type.String({ description: 'Campaign filter', examples: ['spring-sale'] }),
+          ),
+        }
+      : {}),
+  });

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import type { Config } from './config.js';
+import type { Config } from '../config.js';
 
 export interface Pepper {
   value: Buffer;

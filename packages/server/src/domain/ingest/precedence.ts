@@ -1,4 +1,4 @@
-import type { Receipt, SmsState, StoredMessage } from './records.js';
+import type { Receipt, SmsState, StoredMessage } from '../records.js';
 import type {
   Channel,
   Direction,
@@ -6,7 +6,7 @@ import type {
   DrStatuscode,
   SendStatus,
   SettableStatus,
-} from './vocabulary.js';
+} from '../vocabulary.js';
 
 /**
  * One message of an ingest batch, already checked against the formats of CONTRACT §1 and normalized

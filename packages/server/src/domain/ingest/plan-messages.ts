@@ -1,9 +1,9 @@
-import { type PlannedEvent, type RecipientRef, settleDeliveries } from './events.js';
-import { newId } from './ids.js';
-import { type ItemError, type MessageUpsert, mergeMessage } from './ingest.js';
+import { type PlannedEvent, type RecipientRef, settleDeliveries } from '../deliveries/events.js';
+import { newId } from '../ids.js';
+import type { StoredMessage } from '../records.js';
+import type { Channel } from '../vocabulary.js';
 import { applyParked, EventLog, type ParkedReceipt, type Planned } from './plan-receipts.js';
-import type { StoredMessage } from './records.js';
-import type { Channel } from './vocabulary.js';
+import { type ItemError, type MessageUpsert, mergeMessage } from './precedence.js';
 
 /**
  * The message planner: given what the store loaded for a batch, every item error, or the writes that apply the

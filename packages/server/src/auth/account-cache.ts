@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
-import { allowlistCheck, type CallerCheck } from './domain/ip-allowlist.js';
-import type { AccountWithSecret } from './domain/records.js';
-import type { Store } from './store/store.js';
+import { allowlistCheck, type CallerCheck } from '../domain/ip-allowlist.js';
+import type { AccountWithSecret } from '../domain/records.js';
+import type { Store } from '../store/store.js';
 
 /**
  * An account as the query endpoints use it, prepared once when it is read: its whitelist compiled, nothing the

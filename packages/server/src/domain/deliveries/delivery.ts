@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import type { DlrItem } from './wire.js';
+import type { DlrItem } from '../wire.js';
 
 /** Callback deliveries (CONTRACT §9): their states, the retry schedule and Standard Webhooks signing. */
 

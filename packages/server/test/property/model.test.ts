@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runsFrom } from '../support/checks.js';
 import { engines } from '../support/engines.js';
 import {
   ADMIN_TOKEN,
@@ -11,7 +12,6 @@ import {
   START,
   startHarness,
 } from '../support/http.js';
-import { runsFrom } from './checks.js';
 
 /**
  * A model-based test of the read and write paths together (the "Hardening" issue): random sequences over two

@@ -1,5 +1,5 @@
 import { monotonicFactory } from 'ulid';
-import type { DlrItem } from './wire.js';
+import type { DlrItem } from '../wire.js';
 
 /**
  * Receipt events (CONTRACT §9): one for every applied receipt, recorded in the same transaction as the change,

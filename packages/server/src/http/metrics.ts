@@ -1,5 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { Store } from './store/store.js';
+import type { Store } from '../store/store.js';
 
 /**
  * The service's Prometheus metrics (CONTRACT §11), one registry per app so that tests and several apps in a
@@ -66,7 +66,7 @@ export class Metrics {
   private readonly requestCounters = new Map<string, { inc(): void }>();
   private readonly requestTimers = new Map<string, { observe(seconds: number): void }>();
 
-  /** Counts and times one answered request (plugins/request-metrics.ts). */
+  /** Counts and times one answered request (http/request-metrics.ts). */
   observeRequest(route: string, method: string, status: number, seconds: number): void {
     const key = `${route} ${method} ${status}`;
     let counter = this.requestCounters.get(key);

@@ -4,8 +4,6 @@ import { connect } from 'node:net';
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { engines } from '../support/engines.js';
-import { ADMIN_TOKEN, basic, type CreatedAccount, type Harness, startHarness } from '../support/http.js';
 import {
   type Answer,
   answerComplaints,
@@ -15,7 +13,9 @@ import {
   runsFrom,
   type Secrets,
   tally,
-} from './checks.js';
+} from '../support/checks.js';
+import { engines } from '../support/engines.js';
+import { ADMIN_TOKEN, basic, type CreatedAccount, type Harness, startHarness } from '../support/http.js';
 
 /**
  * Generated bad input at every public and operator route (the "Hardening" issue): junk query strings,

@@ -1,13 +1,13 @@
-import { newEventId, type PlannedEvent, type RecipientRef, settleDeliveries } from './events.js';
+import { newEventId, type PlannedEvent, type RecipientRef, settleDeliveries } from '../deliveries/events.js';
+import type { StoredMessage } from '../records.js';
+import { toDlrItem } from '../wire.js';
 import {
   applyReceipt,
   type ItemError,
   type ReceiptInput,
   type ReceiptOutcome,
   receiptTarget,
-} from './ingest.js';
-import type { StoredMessage } from './records.js';
-import { toDlrItem } from './wire.js';
+} from './precedence.js';
 
 /**
  * The receipt planner: given what the store loaded, the outcome of a receipt batch and the writes it needs.

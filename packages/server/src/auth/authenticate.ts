@@ -1,10 +1,10 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { QueryAccount } from '../account-cache.js';
 import type { AppContext } from '../context.js';
 import { secretMatches } from '../domain/credentials.js';
 import { ApiError } from '../domain/errors.js';
 import { isCredential } from '../domain/formats.js';
+import type { QueryAccount } from './account-cache.js';
 
 export interface Credentials {
   key: string;
@@ -18,7 +18,7 @@ const invalidCredentials = () => new ApiError('unauthorized', 'invalid credentia
  * lockout → secret → rate limit. The whitelist comes before the secret so a caller from outside it learns
  * nothing about the secret and cannot lock the key out. Sets the RateLimit headers on success.
  *
- * The account comes from the account cache (account-cache.ts) when it holds the key. A secret that does not
+ * The account comes from the account cache (auth/account-cache.ts) when it holds the key. A secret that does not
  * match a cached copy is judged again on a fresh read before it counts as a failure: the copy may predate a
  * rotation made by another process, and the new secret must neither be refused nor lock the key out.
  */

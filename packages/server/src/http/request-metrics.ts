@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from './metrics.js';
 
 /**
  * Counts and times every answered request by its route pattern (`/admin/v1/accounts/:id`, never the raw URL,

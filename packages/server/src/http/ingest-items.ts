@@ -10,7 +10,7 @@ import {
   isUuid,
   parseChannel,
 } from '../domain/formats.js';
-import type { MessageUpsert, ReceiptInput } from '../domain/ingest.js';
+import type { MessageUpsert, ReceiptInput } from '../domain/ingest/precedence.js';
 import {
   CHANNELS,
   DIRECTIONS,
@@ -22,7 +22,7 @@ import {
   SETTABLE_STATUSES,
 } from '../domain/vocabulary.js';
 import { parseRfc3339, parseTimestamp } from '../domain/wire.js';
-import { fieldPath } from '../plugins/error-handling.js';
+import { fieldPath } from './error-handling.js';
 
 /** Message parts of one SMS: far above any real message, and within every engine's integer column. */
 const MAX_COUNTS = 1_000_000;

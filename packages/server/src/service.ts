@@ -1,0 +1,92 @@
+import type { Writable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.js';
+import type { Limits } from './auth/limits.js';
+import { MemoryLimits } from './auth/memory-limits.js';
+import { RedisLimits } from './auth/redis-limits.js';
+import { Relay } from './callbacks/relay.js';
+import type { Config } from './config.js';
+import { Metrics } from './http/metrics.js';
+import type { Store } from './store/store.js';
+
+/**
+ * The one place the parts of a running Waybill are put together: store, limits, metrics, the Fastify app and the
+ * callback relay of this process. `waybill serve` and the tests both start from here, so what a test drives is
+ * wired exactly as production is.
+ */
+export interface ServiceOptions {
+  config: Readonly<Config>;
+  store: Store;
+  pepper: Buffer;
+  /** Counters; @default Redis when `config.redisUrl` is set, else in this process */
+  limits?: Limits;
+  /** Runs the callback relay in this process. @default false (tests drive the relay themselves when they want it) */
+  relay?: boolean;
+  /** @default Date.now */
+  clock?: () => number;
+  /** Where pino writes. @default standard output */
+  logStream?: Writable;
+}
+
+export interface Service {
+  app: FastifyInstance;
+  store: Store;
+  limits: Limits;
+  metrics: Metrics;
+  /** This process's relay, when it runs one; started by `start()`. */
+  relay: Relay | null;
+  /** Starts the relay (the app is listened on, or injected into, by the caller). */
+  start(): void;
+  /** Stops the relay within `deadlineMs`, then closes the app, the limits and the store. */
+  close(deadlineMs?: number): Promise<void>;
+}
+
+/** Shared counters in Redis when REDIS_URL is set (several instances), else in this process. */
+export async function openLimits(config: Readonly<Config>, clock: () => number = Date.now): Promise<Limits> {
+  if (!config.redisUrl) return new MemoryLimits(config, clock);
+  const limits = new RedisLimits(config.redisUrl, config, clock);
+  await limits.ping();
+  return limits;
+}
+
+export async function composeService(options: ServiceOptions): Promise<Service> {
+  const { config, store, pepper } = options;
+  const limits = options.limits ?? (await openLimits(config, options.clock));
+  const metrics = new Metrics();
+  // The relay needs the app's logger, and the app needs to poke the relay: bound once both exist.
+  let relay: Relay | null = null;
+  const app = await buildApp({
+    config,
+    store,
+    pepper,
+    limits,
+    metrics,
+    deliveriesQueued: () => relay?.poke(),
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.logStream ? { logStream: options.logStream } : {}),
+  });
+  if (options.relay) {
+    relay = new Relay({
+      store,
+      config,
+      pepper,
+      logger: app.log.child({ component: 'callback-relay' }),
+      metrics,
+      ...(options.clock ? { clock: options.clock } : {}),
+    });
+  }
+  return {
+    app,
+    store,
+    limits,
+    metrics,
+    relay,
+    start: () => relay?.start(),
+    async close(deadlineMs = 10_000) {
+      await relay?.stop(deadlineMs);
+      await app.close();
+      await limits.close();
+      await store.close();
+    },
+  };
+}
