@@ -1,7 +1,7 @@
-import type { LightMyRequestResponse } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { engines } from '../support/engines.js';
 import { ADMIN_TOKEN, basic, START, useHarness } from '../support/http.js';
+import { expectProblem } from '../support/problems.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ACCOUNT_FIELDS = [
@@ -17,15 +17,6 @@ const ACCOUNT_FIELDS = [
   'name',
 ];
 const MISSING = '0190a5d4-7e2b-7c3d-8e4f-5a6b7c8d9e0f';
-
-function expectProblem(res: LightMyRequestResponse, status: number, code: string): Record<string, unknown> {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  const body = res.json() as Record<string, unknown>;
-  expect(body).toMatchObject({ type: 'about:blank', status, code, requestId: res.headers['x-request-id'] });
-  expect(body.detail).toEqual(expect.any(String));
-  return body;
-}
 
 const ADMIN_PATHS: ['GET' | 'POST' | 'PATCH' | 'DELETE', string][] = [
   ['POST', '/admin/v1/accounts'],

@@ -1,17 +1,11 @@
-import type { LightMyRequestResponse } from 'fastify';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { openSecret } from '../../src/domain/secret-box.js';
 import { engines } from '../support/engines.js';
 import { type CreatedAccount, PEPPER, START, useHarness } from '../support/http.js';
+import { expectProblem } from '../support/problems.js';
 
 const TO = '447700900123';
 const HOOK = 'https://hooks.example.com/dlr';
-
-function expectProblem(res: LightMyRequestResponse, status: number, code: string): void {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  expect(res.json()).toMatchObject({ status, code });
-}
 
 interface DeliveryList {
   deliveries: { id: string; state: string; messageId: string; [k: string]: unknown }[];

@@ -2,6 +2,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { engines } from '../support/engines.js';
 import { ADMIN_TOKEN, basic, type CreatedAccount, START, useHarness } from '../support/http.js';
+import { expectProblem } from '../support/problems.js';
 
 const ALICE = '447700900001';
 const BOB = '447700900002';
@@ -17,15 +18,6 @@ interface WireRecord {
   channelUserId: string;
   contactId: string;
   [field: string]: unknown;
-}
-
-function expectProblem(res: LightMyRequestResponse, status: number, code: string): Record<string, unknown> {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  const body = res.json() as Record<string, unknown>;
-  expect(body).toMatchObject({ type: 'about:blank', status, code, requestId: res.headers['x-request-id'] });
-  expect(body.detail).toEqual(expect.any(String));
-  return body;
 }
 
 /**

@@ -2,6 +2,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { engines } from '../support/engines.js';
 import { basic, type CreatedAccount, START, useHarness } from '../support/http.js';
+import { expectProblem } from '../support/problems.js';
 
 const ALICE = '447700900001';
 const BOB = '447700900002';
@@ -16,15 +17,6 @@ interface Page {
 }
 const idsOf = (p: Page) => p.messages.map((m) => m.id);
 const keysOf = (p: Page) => p.messages.map((m) => `${m.id}/${m.channelUserId}`);
-
-function expectProblem(res: LightMyRequestResponse, status: number, code: string): Record<string, unknown> {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  const body = res.json() as Record<string, unknown>;
-  expect(body).toMatchObject({ type: 'about:blank', status, code, requestId: res.headers['x-request-id'] });
-  expect(body.detail).toEqual(expect.any(String));
-  return body;
-}
 
 function expectNoDeprecation(res: LightMyRequestResponse): void {
   expect(res.headers.deprecation).toBeUndefined();

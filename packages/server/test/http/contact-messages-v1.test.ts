@@ -2,6 +2,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { engines } from '../support/engines.js';
 import { basic, type CreatedAccount, type Harness, START, useHarness } from '../support/http.js';
+import { expectProblem } from '../support/problems.js';
 
 const V1 = '/api/v1/contacts/messages';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -19,19 +20,6 @@ interface Page {
   messages: { id: string; channelUserId: string; contactId: string; [field: string]: unknown }[];
   nextCursor: string | null;
   hasMore: boolean;
-}
-
-function expectProblem(res: LightMyRequestResponse, status: number, code: string): Record<string, unknown> {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  const body = res.json() as Record<string, unknown>;
-  expect(body).toMatchObject({ type: 'about:blank', status, code });
-  expect(typeof body.title).toBe('string');
-  expect(body.title).not.toBe('');
-  expect(typeof body.detail).toBe('string');
-  expect(body.detail).not.toBe('');
-  expect(body.requestId).toBe(res.headers['x-request-id']);
-  return body;
 }
 
 function expectDeprecation(

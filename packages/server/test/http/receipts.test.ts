@@ -1,7 +1,7 @@
-import type { LightMyRequestResponse } from 'fastify';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { engines } from '../support/engines.js';
 import { basic, type CreatedAccount, START, useHarness } from '../support/http.js';
+import { expectProblem } from '../support/problems.js';
 
 const TO = '447700900123';
 const drTime = (seconds: number) => new Date(START + seconds * 1000).toISOString();
@@ -10,12 +10,6 @@ interface Feed {
   receipts: { id: string; recordedAt: string; receipt: Record<string, unknown> }[];
   nextCursor: string;
   hasMore: boolean;
-}
-
-function expectProblem(res: LightMyRequestResponse, status: number, code: string): void {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  expect(res.json()).toMatchObject({ type: 'about:blank', status, code });
 }
 
 describe.each(engines())('$name GET /receipts', (engine) => {
