@@ -41,6 +41,8 @@ export interface ApiErrorInit {
   requestId?: string | undefined;
   /** Stable slug of an RFC 9457 problem body (`unauthorized`, `ip_not_allowed`, …). */
   problemCode?: string | undefined;
+  /** The parameter at fault, when a problem body names one (its `param` member: `size`, `cursor`, …). */
+  param?: string | undefined;
   /** Parsed response body, as received. */
   body?: unknown;
   /** Response headers. */
@@ -59,7 +61,7 @@ export interface ApiErrorInit {
  * try {
  *   await client.messages.get(['m-1']);
  * } catch (err) {
- *   if (isApiError(err)) console.error(err.code, err.descr, err.problemCode, err.requestId);
+ *   if (isApiError(err)) console.error(err.code, err.descr, err.problemCode, err.param, err.requestId);
  * }
  * ```
  */
@@ -70,6 +72,13 @@ export class ApiError extends WaybillError {
   readonly descr: string;
   readonly requestId: string | undefined;
   readonly problemCode: string | undefined;
+  /**
+   * The name of the one parameter at fault, as the request spelled it (`size`, `cursor`, `channelUserId`,
+   * `after`, `limit`, …), when the service's problem body names one (its `param` member, mostly on a 400
+   * `invalid_request`). `undefined` when the fault is a combination of parameters or several of them (`descr`
+   * names them then), and for `/dlr` failures, whose `{code, descr}` bodies never name one.
+   */
+  readonly param: string | undefined;
   readonly body: unknown;
   readonly headers: Headers;
 
@@ -83,6 +92,7 @@ export class ApiError extends WaybillError {
     this.descr = init.descr;
     this.requestId = init.requestId;
     this.problemCode = init.problemCode;
+    this.param = init.param;
     this.body = init.body;
     this.headers = init.headers ?? new Headers();
   }

@@ -381,7 +381,7 @@ describe.skipIf(!existsSync(MAIN))('end to end against the real server', () => {
         .take(1)
         .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(InvalidParametersError);
-      expect(err).toMatchObject({ status: 400, problemCode: 'invalid_request' });
+      expect(err).toMatchObject({ status: 400, problemCode: 'invalid_request', param: 'size' });
     });
 
     it('throws InvalidCredentialsError for a wrong secret', async () => {
@@ -585,9 +585,10 @@ describe.skipIf(!existsSync(MAIN))('end to end against the real server', () => {
       await expect(client.receipts.list({ after: page?.nextCursor }).pages().next()).rejects.toBeInstanceOf(
         InvalidParametersError,
       );
-      await expect(feedClient.receipts.list({ limit: 1001 }).pages().next()).rejects.toBeInstanceOf(
-        InvalidParametersError,
-      );
+      await expect(feedClient.receipts.list({ limit: 1001 }).pages().next()).rejects.toMatchObject({
+        constructor: InvalidParametersError,
+        param: 'limit',
+      });
     });
 
     it.skipIf(!existsSync(CLI_RECEIPTS))(
