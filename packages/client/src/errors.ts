@@ -22,11 +22,26 @@ const BRAND = Symbol.for('@waybill/client.error');
  */
 export class WaybillError extends Error {
   override readonly name: string = 'WaybillError';
+  /**
+   * What led to this error, when something did: what `fetch` threw (`ConnectionError`), the signal's reason
+   * (`AbortError`), the 404 behind an `UnsupportedByServerError`. Declared here, not only inherited from the
+   * ES2022 `Error`, so that it is there for projects whose `lib` is older.
+   */
+  declare cause?: unknown;
 
-  constructor(message?: string, options?: ErrorOptions) {
+  constructor(message?: string, options?: WaybillErrorOptions) {
     super(message, options);
     Object.defineProperty(this, BRAND, { value: true });
   }
+}
+
+/**
+ * The second argument of the error constructors: ES2022's `ErrorOptions`, spelled out so that the SDK's
+ * declarations compile with an older `lib` (ES2020, say) too.
+ */
+export interface WaybillErrorOptions {
+  /** What led to the error; becomes its `cause`. */
+  cause?: unknown;
 }
 
 /** Everything the service told us about a failure; the constructor argument of `ApiError`. */
@@ -176,7 +191,7 @@ export class TimeoutError extends WaybillError {
   override readonly name: string = 'TimeoutError';
   readonly timeoutMs: number | undefined;
 
-  constructor(timeoutMs?: number, options?: ErrorOptions) {
+  constructor(timeoutMs?: number, options?: WaybillErrorOptions) {
     super(timeoutMs === undefined ? 'Request timed out' : `Request timed out after ${timeoutMs} ms`, options);
     this.timeoutMs = timeoutMs;
   }
