@@ -4,7 +4,7 @@ const client = new WaybillClient();
 const contact = { channel: 'WHATSAPP', channelUserId: '447700900123' } as const;
 
 // Read one page and keep its nextCursor (a string you can store anywhere)…
-const pages = client.messages.history({ ...contact, pageSize: 20 }).pages();
+const pages = client.messages.history({ ...contact, size: 20 }).pages();
 const first = await pages.next();
 const saved = first.done ? null : first.value.nextCursor;
 

@@ -5,13 +5,13 @@ const contact = { channel: 'WHATSAPP', channelUserId: '447700900123' } as const;
 
 // Newest to oldest, fetching pages backwards as you go; `break` stops fetching.
 let shown = 0;
-for await (const m of client.messages.history({ ...contact, pageSize: 50 })) {
+for await (const m of client.messages.history({ ...contact, size: 50 })) {
   console.log(m.createdAt, m.direction, m.text);
   if (++shown === 60) break;
 }
 
 // The pages exactly as the service returns them: newest page first, each page ordered oldest first.
-for await (const page of client.messages.campaign('spring-sale', { channel: 'SMS', pageSize: 5 }).pages()) {
+for await (const page of client.messages.campaign('spring-sale', { channel: 'SMS', size: 5 }).pages()) {
   console.log(page.messages.length, page.hasMore, page.nextCursor);
 }
 

@@ -22,11 +22,26 @@ const BRAND = Symbol.for('@waybill/client.error');
  */
 export class WaybillError extends Error {
   override readonly name: string = 'WaybillError';
+  /**
+   * What led to this error, when something did: what `fetch` threw (`ConnectionError`), the signal's reason
+   * (`AbortError`), the 404 behind an `UnsupportedByServerError`. Declared here, not only inherited from the
+   * ES2022 `Error`, so that it is there for projects whose `lib` is older.
+   */
+  declare cause?: unknown;
 
-  constructor(message?: string, options?: ErrorOptions) {
+  constructor(message?: string, options?: WaybillErrorOptions) {
     super(message, options);
     Object.defineProperty(this, BRAND, { value: true });
   }
+}
+
+/**
+ * The second argument of the error constructors: ES2022's `ErrorOptions`, spelled out so that the SDK's
+ * declarations compile with an older `lib` (ES2020, say) too.
+ */
+export interface WaybillErrorOptions {
+  /** What led to the error; becomes its `cause`. */
+  cause?: unknown;
 }
 
 /** Everything the service told us about a failure; the constructor argument of `ApiError`. */
@@ -41,6 +56,8 @@ export interface ApiErrorInit {
   requestId?: string | undefined;
   /** Stable slug of an RFC 9457 problem body (`unauthorized`, `ip_not_allowed`, …). */
   problemCode?: string | undefined;
+  /** The parameter at fault, when a problem body names one (its `param` member: `size`, `cursor`, …). */
+  param?: string | undefined;
   /** Parsed response body, as received. */
   body?: unknown;
   /** Response headers. */
@@ -59,7 +76,7 @@ export interface ApiErrorInit {
  * try {
  *   await client.messages.get(['m-1']);
  * } catch (err) {
- *   if (isApiError(err)) console.error(err.code, err.descr, err.problemCode, err.requestId);
+ *   if (isApiError(err)) console.error(err.code, err.descr, err.problemCode, err.param, err.requestId);
  * }
  * ```
  */
@@ -70,6 +87,13 @@ export class ApiError extends WaybillError {
   readonly descr: string;
   readonly requestId: string | undefined;
   readonly problemCode: string | undefined;
+  /**
+   * The name of the one parameter at fault, as the request spelled it (`size`, `cursor`, `channelUserId`,
+   * `after`, `limit`, …), when the service's problem body names one (its `param` member, mostly on a 400
+   * `invalid_request`). `undefined` when the fault is a combination of parameters or several of them (`descr`
+   * names them then), and for `/dlr` failures, whose `{code, descr}` bodies never name one.
+   */
+  readonly param: string | undefined;
   readonly body: unknown;
   readonly headers: Headers;
 
@@ -83,6 +107,7 @@ export class ApiError extends WaybillError {
     this.descr = init.descr;
     this.requestId = init.requestId;
     this.problemCode = init.problemCode;
+    this.param = init.param;
     this.body = init.body;
     this.headers = init.headers ?? new Headers();
   }
@@ -166,7 +191,7 @@ export class TimeoutError extends WaybillError {
   override readonly name: string = 'TimeoutError';
   readonly timeoutMs: number | undefined;
 
-  constructor(timeoutMs?: number, options?: ErrorOptions) {
+  constructor(timeoutMs?: number, options?: WaybillErrorOptions) {
     super(timeoutMs === undefined ? 'Request timed out' : `Request timed out after ${timeoutMs} ms`, options);
     this.timeoutMs = timeoutMs;
   }

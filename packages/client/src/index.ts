@@ -43,6 +43,7 @@ export {
   UnauthorizedIpError,
   UnsupportedByServerError,
   WaybillError,
+  type WaybillErrorOptions,
   WebhookVerificationError,
   type WebhookVerificationFailure,
 } from './errors.js';

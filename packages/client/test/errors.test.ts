@@ -86,6 +86,35 @@ describe('problem answers of the message endpoints', () => {
     });
   }
 
+  it('names the parameter at fault when the problem body does', async () => {
+    const { fetch } = fakeFetch(() =>
+      problem(400, 'invalid_request', {}, { detail: 'size must be an integer from 1 to 100', param: 'size' }),
+    );
+    const err = await makeClient(fetch)
+      .messages.history({ channel: 'SMS', channelUserId: 'x', size: 500 })
+      .take(1)
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InvalidParametersError);
+    expect(err).toMatchObject({ param: 'size', descr: 'size must be an integer from 1 to 100' });
+  });
+
+  it('leaves param undefined when the body names none, or not as a string', async () => {
+    for (const members of [{}, { param: '' }, { param: 42 }, { param: null }]) {
+      const { fetch } = fakeFetch(() => problem(400, 'invalid_request', {}, members));
+      const err = await makeClient(fetch)
+        .messages.get(['m-1'])
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(InvalidParametersError);
+      expect((err as InvalidParametersError).param, JSON.stringify(members)).toBeUndefined();
+    }
+    // A /dlr failure record never names a parameter.
+    const dlr = fakeFetch(() => Response.json({ code: 3, descr: 'Invalid parameters' }, { status: 400 }));
+    const err = await makeClient(dlr.fetch)
+      .dlr.get('bad id!')
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 3, param: undefined });
+  });
+
   it('maps an unknown slug by its HTTP status', async () => {
     const { fetch } = fakeFetch(() => problem(401, 'token_expired'));
     const err = await makeClient(fetch)

@@ -31,7 +31,12 @@ export function json(body: unknown, status = 200, headers: Record<string, string
   });
 }
 
-export function problem(status: number, code: string, headers: Record<string, string> = {}): Response {
+export function problem(
+  status: number,
+  code: string,
+  headers: Record<string, string> = {},
+  members: Record<string, unknown> = {},
+): Response {
   return new Response(
     JSON.stringify({
       type: 'about:blank',
@@ -40,6 +45,7 @@ export function problem(status: number, code: string, headers: Record<string, st
       detail: `detail of ${code}`,
       code,
       requestId: 'req-p',
+      ...members,
     }),
     { status, headers: { 'content-type': 'application/problem+json', ...headers } },
   );

@@ -182,7 +182,7 @@ describe('client.messages.history', () => {
     for await (const m of makeClient(fetch).messages.history({
       channel: 'SMS',
       channelUserId: '447700900123',
-      pageSize: 10,
+      size: 10,
     })) {
       seen.push(m);
     }
@@ -201,7 +201,7 @@ describe('client.messages.history', () => {
     const { fetch } = fakeFetch(historyServer(records));
     const pages: MessagePage[] = [];
     for await (const page of makeClient(fetch)
-      .messages.history({ channel: 'SMS', contactId: 'c1', pageSize: 20 })
+      .messages.history({ channel: 'SMS', contactId: 'c1', size: 20 })
       .pages()) {
       pages.push(page);
     }
@@ -214,7 +214,7 @@ describe('client.messages.history', () => {
   it('fetches only the pages it needs', async () => {
     const { fetch, calls } = fakeFetch(historyServer(records));
     const latest = await makeClient(fetch)
-      .messages.history({ channel: 'SMS', channelUserId: 'x', pageSize: 10 })
+      .messages.history({ channel: 'SMS', channelUserId: 'x', size: 10 })
       .take(12);
     expect(latest.map((m) => m.id)).toEqual(
       records
@@ -232,7 +232,7 @@ describe('client.messages.history', () => {
       contactId: 'c1',
       campaignId: 'spring',
       cursor: 'c-10',
-      pageSize: 10,
+      size: 10,
     });
     const pages = [];
     for await (const page of pager.pages()) pages.push(page);
@@ -249,7 +249,7 @@ describe('client.messages.history', () => {
   it('lists a campaign', async () => {
     const { fetch, calls } = fakeFetch(historyServer(records));
     const all = [];
-    for await (const m of makeClient(fetch).messages.campaign('spring', { channel: 'SMS', pageSize: 50 }))
+    for await (const m of makeClient(fetch).messages.campaign('spring', { channel: 'SMS', size: 50 }))
       all.push(m);
     expect(all).toHaveLength(45);
     expect(Object.fromEntries(calls[0]?.url.searchParams ?? [])).toEqual({
@@ -257,6 +257,28 @@ describe('client.messages.history', () => {
       channel: 'SMS',
       size: '50',
     });
+  });
+
+  it('still takes the deprecated pageSize as the size', async () => {
+    const { fetch, calls } = fakeFetch(historyServer(records));
+    const client = makeClient(fetch);
+    await client.messages.history({ channel: 'SMS', channelUserId: 'x', pageSize: 15 }).take(1);
+    await client.messages.campaign('spring', { pageSize: 7 }).take(1);
+    // The same value under both names is no conflict.
+    await client.messages.history({ channel: 'SMS', contactId: 'c1', size: 9, pageSize: 9 }).take(1);
+    expect(calls.map((c) => c.url.searchParams.getAll('size'))).toEqual([['15'], ['7'], ['9']]);
+  });
+
+  it('refuses size and pageSize given with different values, before any request', () => {
+    const { fetch, calls } = fakeFetch(historyServer(records));
+    const client = makeClient(fetch);
+    expect(() =>
+      client.messages.history({ channel: 'SMS', channelUserId: 'x', size: 10, pageSize: 50 }),
+    ).toThrow(
+      new TypeError('Give size (10) or pageSize (50), not both: pageSize is the deprecated old name of size'),
+    );
+    expect(() => client.messages.campaign('spring', { size: 10, pageSize: 50 })).toThrow(TypeError);
+    expect(calls).toHaveLength(0);
   });
 
   it('stops on a page that says hasMore without a cursor', async () => {
@@ -300,9 +322,7 @@ describe('fallback to the deprecated endpoint', () => {
 
     const found = await client.messages.get(records.map((r) => r.id));
     expect(found.map((r) => r.id)).toEqual(records.map((r) => r.id));
-    const walked = await client.messages
-      .history({ channel: 'SMS', channelUserId: 'x', pageSize: 10 })
-      .take(45);
+    const walked = await client.messages.history({ channel: 'SMS', channelUserId: 'x', size: 10 }).take(45);
     expect(walked).toHaveLength(45);
 
     expect(warnings).toHaveLength(1);

@@ -244,7 +244,7 @@ function codeForStatus(status: number): number {
 
 /**
  * Turns a failure answer into an error: a spec failure record `{code, descr}` (whatever the HTTP status),
- * an RFC 9457 problem `{type, title, status, detail, code: <slug>, requestId}`, or else the HTTP status.
+ * an RFC 9457 problem `{type, title, status, detail, code: <slug>, requestId, param?}`, or else the HTTP status.
  */
 export function toApiError(response: WireResponse): ApiError {
   const { status, headers, body } = response;
@@ -269,7 +269,8 @@ export function toApiError(response: WireResponse): ApiError {
       const mapped =
         (problemCode === undefined ? undefined : PROBLEM_CODES[problemCode]) ?? codeForStatus(status);
       const descr = firstText(body.detail, body.title) ?? `HTTP ${status}`;
-      return createApiError({ ...common, code: mapped, descr, problemCode });
+      const param = firstText(body.param);
+      return createApiError({ ...common, code: mapped, descr, problemCode, param });
     }
   }
   const descr =

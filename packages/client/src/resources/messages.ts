@@ -14,7 +14,13 @@ const DEPRECATED_PATH = '/api/v1/contacts/messages';
 
 /** Paging options shared by `history` and `campaign`. */
 export interface PageOptions extends RequestOptions {
-  /** Messages per request, 1–100 (the service's default is 20). */
+  /** Messages per request, 1–100 (the service's default is 20): the API's `size` parameter. */
+  size?: number | undefined;
+  /**
+   * The old name of `size`, still accepted. Giving both with different values throws a `TypeError`.
+   *
+   * @deprecated Use `size`, the API's name for it.
+   */
   pageSize?: number | undefined;
   /** Start from a `nextCursor` kept from an earlier walk instead of from the newest page. */
   cursor?: string | undefined;
@@ -102,16 +108,17 @@ export class Messages {
   /**
    * One contact's history on one channel, walked backwards: `for await` gives messages newest to oldest,
    * `.pages()` the pages as the service returns them. `signal` and `timeoutMs` apply to each page request.
+   * Throws a `TypeError` at once when `size` and its deprecated alias `pageSize` are both given and differ.
    *
    * @example
    * ```ts
-   * const history = client.messages.history({ channel: 'SMS', channelUserId: '447700900123', pageSize: 50 });
+   * const history = client.messages.history({ channel: 'SMS', channelUserId: '447700900123', size: 50 });
    * for await (const m of history) console.log(m.createdAt, m.direction, m.text);
    * ```
    */
   history(params: HistoryParams): MessagePager {
-    const { channel, channelUserId, contactId, campaignId, pageSize, cursor, signal, timeoutMs } = params;
-    const query = { channel, channelUserId, contactId, campaignId, size: sizeParam(pageSize) };
+    const { channel, channelUserId, contactId, campaignId, cursor, signal, timeoutMs } = params;
+    const query = { channel, channelUserId, contactId, campaignId, size: sizeParam(params) };
     return new MessagePager((at) => this.#query({ ...query, cursor: at }, { signal, timeoutMs }), cursor);
   }
 
@@ -128,8 +135,8 @@ export class Messages {
    * ```
    */
   campaign(campaignId: string, params: CampaignParams = {}): MessagePager {
-    const { channel, pageSize, cursor, signal, timeoutMs } = params;
-    const query = { campaignId, channel, size: sizeParam(pageSize) };
+    const { channel, cursor, signal, timeoutMs } = params;
+    const query = { campaignId, channel, size: sizeParam(params) };
     return new MessagePager((at) => this.#query({ ...query, cursor: at }, { signal, timeoutMs }), cursor);
   }
 
@@ -163,8 +170,16 @@ export class Messages {
   }
 }
 
-const sizeParam = (pageSize: number | undefined): string | undefined =>
-  pageSize === undefined ? undefined : String(pageSize);
+/** The `size` query parameter: `size`, or its deprecated alias `pageSize`; both, when they differ, is a mistake. */
+function sizeParam({ size, pageSize }: PageOptions): string | undefined {
+  if (size !== undefined && pageSize !== undefined && !Object.is(size, pageSize)) {
+    throw new TypeError(
+      `Give size (${size}) or pageSize (${pageSize}), not both: pageSize is the deprecated old name of size`,
+    );
+  }
+  const value = size ?? pageSize;
+  return value === undefined ? undefined : String(value);
+}
 
 function readPage(response: WireResponse): MessagePage {
   if (response.status >= 200 && response.status < 300) {

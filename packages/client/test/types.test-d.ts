@@ -1,3 +1,9 @@
+/**
+ * Type tests: checked by the compiler, never executed. `tsc -p packages/client/test/tsconfig.json` (part of
+ * `npm run typecheck`) fails on a wrong assertion, and so does vitest's typecheck mode, which reports them as
+ * tests: `npx vitest run --typecheck.only --typecheck.tsconfig packages/client/test/tsconfig.json packages/client`.
+ * A plain `vitest run` does not pick this file up (`.test-d.ts`): at run time `expectTypeOf` checks nothing.
+ */
 import { describe, expectTypeOf, it } from 'vitest';
 import {
   type ApiError,
@@ -25,11 +31,13 @@ import {
   verifyWebhook,
   WaybillClient,
   type WaybillClientOptions,
+  WaybillError,
+  type WaybillErrorOptions,
   type WaybillWarning,
   type WebhookVerificationFailure,
 } from '../src/index.js';
 
-// Real values: vitest runs this file too; the assertions themselves are checked by tsc.
+// Values to ask the types of; never run.
 const client = new WaybillClient({
   baseUrl: 'http://x.test',
   key: 'K',
@@ -124,6 +132,15 @@ describe('public types', () => {
     expectTypeOf<ReceiptEvent['recordedAt']>().toBeString();
   });
 
+  it('names the page size size, as the API does, and still takes the deprecated pageSize', () => {
+    expectTypeOf(client.messages.history).toBeCallableWith({ channel: 'SMS', contactId: 'c', size: 50 });
+    expectTypeOf(client.messages.history).toBeCallableWith({ channel: 'SMS', contactId: 'c', pageSize: 50 });
+    expectTypeOf(client.messages.campaign).toBeCallableWith('spring', { size: 50 });
+    expectTypeOf(client.messages.campaign).toBeCallableWith('spring', { pageSize: 50 });
+    // @ts-expect-error a page size is a number
+    client.messages.history({ channel: 'SMS', contactId: 'c', size: '50' });
+  });
+
   it('demands exactly one of channelUserId and contactId', () => {
     client.messages.history({ channel: 'SMS', contactId: 'c' });
     // @ts-expect-error both given
@@ -141,6 +158,11 @@ describe('public types', () => {
     expectTypeOf<ApiError['status']>().toBeNumber();
     expectTypeOf<ApiError['requestId']>().toEqualTypeOf<string | undefined>();
     expectTypeOf<ApiError['problemCode']>().toEqualTypeOf<string | undefined>();
+    expectTypeOf<ApiError['param']>().toEqualTypeOf<string | undefined>();
+    expectTypeOf<WaybillError['cause']>().toEqualTypeOf<unknown>();
+    expectTypeOf(WaybillError).constructorParameters.toEqualTypeOf<
+      [message?: string | undefined, options?: WaybillErrorOptions | undefined]
+    >();
     expectTypeOf<InvalidCredentialsError>().toExtend<ApiError>();
     expectTypeOf(isApiError).guards.toEqualTypeOf<ApiError>();
     expectTypeOf(isRateLimitError).guards.toEqualTypeOf<RateLimitError>();
