@@ -67,7 +67,7 @@ export async function messagesCommand(args: string[]): Promise<number> {
       else process.stdout.write(renderMessages(records));
       return EXIT.ok;
     }
-    const paging = { ...options, pageSize: plan.size, cursor: plan.cursor };
+    const paging = { ...options, size: plan.size, cursor: plan.cursor };
     const pager =
       plan.kind === 'campaign'
         ? client.messages.campaign(plan.campaignId, { ...paging, channel: plan.channel })
