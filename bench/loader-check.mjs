@@ -7,7 +7,9 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { benchDir, sleep, startCeiling, startLoader, treeCpuMs } from './lib/processes.mjs';
+import { treeCpuMs } from './lib/cpu.mjs';
+import { repoRoot } from './lib/paths.mjs';
+import { sleep, startCeiling, startLoader } from './lib/processes.mjs';
 import { rawGet } from './lib/scenarios.mjs';
 
 const { values: opts } = parseArgs({
@@ -28,7 +30,7 @@ const raw = startLoader({ cpus: '1' });
 
 async function autocannon() {
   // autocannon's own CLI, in its own process on CPU 1, as a user would run it.
-  const bin = join(benchDir, '..', 'node_modules', 'autocannon', 'autocannon.js');
+  const bin = join(repoRoot, 'node_modules', 'autocannon', 'autocannon.js');
   const child = spawn(
     'taskset',
     [

@@ -5,28 +5,25 @@
 //   npm run bench -- dlr --recipients 10000000
 //   npm run bench -- dlr mode1 --database-url postgres://postgres@127.0.0.1:5432/waybill_bench
 //   npm run bench -- --quick               every scenario, small and short: CI's check that they all still run
+//   npm run bench -- dlr ingest --baseline-dist /tmp/old/packages/server/dist    two builds, alternately
 //
-// The dataset is generated once (bench/lib/datagen.mjs) and kept in bench/.data/. The built server runs as its
-// own process in its production configuration (`waybill serve`, access log on; rate limit off), pinned to CPU 0;
-// the load comes from another process (bench/lib/loader.mjs) pinned to CPU 1. Each read scenario is measured
+// The dataset is generated once (bench/lib/datagen.mjs; bench/datagen.mjs by hand) and kept in bench/.data/.
+// The built server runs as its own process in its production configuration (`waybill serve`, access log on;
+// rate limit off), pinned to CPU 0; the load comes from another process (bench/lib/loader.mjs) pinned to CPU 1. Each read scenario is measured
 // alternately against Waybill and against the ceiling, a bare node:http server answering the same bytes, in
 // --rounds rounds; the figures are medians over the rounds, and the ratio is Waybill's req/s over the ceiling's.
-// Server CPU per request comes from /proc. docs/benchmarks.md explains the figures and records them.
-import { spawn } from 'node:child_process';
+// Server CPU per request comes from /proc. The ingest scenario (bench/lib/ingest.mjs) runs each build on its own
+// fresh copy of the dataset, alternately, and reports records/s and server CPU per 1,000 records.
+// docs/benchmarks.md explains the figures and records them.
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { runIngest } from './lib/ingest-load.mjs';
-import {
-  benchDir,
-  dataDir,
-  postgresCpuMs,
-  repoRoot,
-  startCeiling,
-  startLoader,
-  startWaybill,
-} from './lib/processes.mjs';
+import { runCallbacks } from './lib/callbacks.mjs';
+import { postgresCpuMs } from './lib/cpu.mjs';
+import { copyDatabase, dropDatabase, runIngest } from './lib/ingest.mjs';
+import { dataDir, manifestPathFor, serverDist } from './lib/paths.mjs';
+import { startCeiling, startLoader, startWaybill } from './lib/processes.mjs';
 import { READ_SCENARIOS, rawGet, sampleBody } from './lib/scenarios.mjs';
 
 const ALL = [...Object.keys(READ_SCENARIOS), 'workers', 'ingest', 'callbacks'];
@@ -42,7 +39,7 @@ const { values: opts, positionals } = parseArgs({
     rounds: { type: 'string' },
     connections: { type: 'string', default: '50' },
     workers: { type: 'string', default: '2' },
-    'server-dist': { type: 'string', default: join(repoRoot, 'packages/server/dist') },
+    'server-dist': { type: 'string', default: serverDist },
     'baseline-dist': { type: 'string' },
     'access-log': { type: 'string', default: 'on' },
     'ingest-records': { type: 'string' },
@@ -90,10 +87,7 @@ process.on('exit', () => {
 const databaseUrl =
   opts['database-url'] ??
   `sqlite:${QUICK ? join(quickDir, 'quick.db') : join(dataDir, `bench-${RECIPIENTS}.db`)}`;
-// Where bench/lib/datagen.mjs writes a dataset's manifest: beside a SQLite file, or in bench/.data for PostgreSQL.
-const manifestPath = databaseUrl.startsWith('sqlite:')
-  ? `${resolve(databaseUrl.slice('sqlite:'.length))}.manifest.json`
-  : join(dataDir, `pg-${new URL(databaseUrl).pathname.replace(/^\//, '') || 'postgres'}.manifest.json`);
+const manifestPath = manifestPathFor(databaseUrl);
 let manifest;
 try {
   manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
@@ -122,6 +116,7 @@ const sqliteCacheMb =
       )
     : null;
 const serverEnv = sqliteCacheMb ? { WAYBILL_SQLITE_CACHE_MB: String(sqliteCacheMb) } : {};
+const dataset = { databaseUrl: manifest.databaseUrl, pepper: manifest.pepper };
 
 console.log(
   `# waybill bench, ${new Date().toISOString().slice(0, 16)}Z: ${os.cpus().length} × ${os.cpus()[0]?.model}, ` +
@@ -188,7 +183,7 @@ const readNames = scenarios.filter((s) => s in READ_SCENARIOS || s === 'workers'
 if (readNames.length > 0) {
   const cpuProf = opts['cpu-prof'] ? resolve(opts['cpu-prof']) : undefined;
   const waybill = await startWaybill({
-    manifest,
+    ...dataset,
     dist,
     accessLog,
     cpus: '0',
@@ -198,7 +193,7 @@ if (readNames.length > 0) {
   });
   const baseline = baselineDist
     ? await startWaybill({
-        manifest,
+        ...dataset,
         dist: baselineDist,
         accessLog,
         cpus: '0',
@@ -260,7 +255,7 @@ if (readNames.length > 0) {
     const paths = await READ_SCENARIOS.dlr.requests(manifest);
     const requests = paths.map(({ path, headers }) => rawGet(path, headers));
     const cluster = await startWaybill({
-      manifest,
+      ...dataset,
       dist,
       accessLog,
       workers: WORKERS,
@@ -316,65 +311,94 @@ function printRow(r) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Ingest through the operator API, and callback deliveries.
+// Ingest through the operator API: each build on its own fresh copy of the dataset, alternately, --rounds times.
 if (scenarios.includes('ingest')) {
-  const waybill = await startWaybill({
-    manifest,
-    dist,
-    accessLog,
-    cpus: '0',
-    label: 'waybill-ingest',
-    env: serverEnv,
-  });
-  try {
-    const r = await runIngest({
-      baseUrl: waybill.url,
-      server: waybill,
-      databaseUrl: manifest.databaseUrl,
-      records: INGEST_RECORDS,
-    });
-    for (const kind of ['messages', 'receipts']) {
-      const k = r[kind];
-      const row = { scenario: `ingest-${kind}`, title: `operator API, ${kind}, batches of 1,000`, ingest: k };
-      rows.push(row);
-      console.log(
-        `${row.scenario.padEnd(16)} ${fmt(k.recordsPerSecond).padStart(7)} records/s  ` +
-          `batch p50 ${fmt(k.p50Ms)} p99 ${fmt(k.p99Ms)} ms  ${fmt(k.cpuMsPer1000, 1)} ms CPU per 1,000`,
-      );
-      if (k.failures > 0) errors.push(`ingest ${kind}: ${k.failures} failed batches`);
+  const builds = [
+    { label: 'waybill', dist },
+    ...(baselineDist ? [{ label: 'baseline', dist: baselineDist }] : []),
+  ];
+  const got = new Map(builds.map((b) => [b.label, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const build of builds) {
+      const copy = await copyDatabase(manifest.databaseUrl, `ingest-${build.label}`);
+      try {
+        const server = await startWaybill({
+          databaseUrl: copy,
+          pepper: manifest.pepper,
+          dist: build.dist,
+          accessLog,
+          cpus: '0',
+          label: `${build.label}-ingest`,
+          cpuProf: opts['cpu-prof'] ? resolve(opts['cpu-prof']) : undefined,
+          // The ingest account has a callback URL: receipts queue deliveries, which nothing sends here.
+          env: { ...serverEnv, WAYBILL_CALLBACK_RELAY: 'off' },
+        });
+        try {
+          got
+            .get(build.label)
+            .push(await runIngest({ server, databaseUrl: copy, records: INGEST_RECORDS, seed: 99 + round }));
+        } finally {
+          await server.stop();
+        }
+      } finally {
+        await dropDatabase(copy);
+      }
     }
-  } finally {
-    await waybill.stop();
+  }
+  const summarizeIngest = (results) => {
+    const of = (key) => median(results.map((r) => r[key]));
+    return {
+      recordsPerSecond: of('recordsPerSecond'),
+      p50Ms: of('p50Ms'),
+      p99Ms: of('p99Ms'),
+      cpuMsPer1000: of('cpuMsPer1000'),
+      dbCpuMsPer1000: of('dbCpuMsPer1000'),
+      rounds: results.map((r) => Math.round(r.recordsPerSecond)),
+    };
+  };
+  for (const kind of ['messages', 'receipts']) {
+    const [k, b] = builds.map((build) => summarizeIngest(got.get(build.label).map((r) => r[kind])));
+    const row = {
+      scenario: `ingest-${kind}`,
+      title: `operator API, ${kind}, batches of 1,000`,
+      ingest: k,
+      ...(b ? { baseline: b } : {}),
+    };
+    rows.push(row);
+    const cost = (x) =>
+      `${fmt(x.cpuMsPer1000, 1)} ms CPU per 1,000` +
+      (engine === 'PostgreSQL' ? ` (PostgreSQL ${fmt(x.dbCpuMsPer1000, 1)})` : '');
+    console.log(
+      `${row.scenario.padEnd(16)} ${fmt(k.recordsPerSecond).padStart(7)} records/s  ` +
+        `batch p50 ${fmt(k.p50Ms)} p99 ${fmt(k.p99Ms)} ms  ${cost(k)}` +
+        (b ? ` | baseline build ${fmt(b.recordsPerSecond)} records/s, ${cost(b)}` : ''),
+    );
+    for (const [label, results] of got) {
+      const failed = results.filter((r) => r[kind].failures > 0);
+      for (const r of failed)
+        errors.push(
+          `ingest ${kind} (${label}): ${r[kind].failures} failed batches, first ${r[kind].firstFailure}`,
+        );
+    }
   }
 }
 
+// Callback deliveries to a local receiver.
 if (scenarios.includes('callbacks')) {
-  const n = QUICK ? 200 : 20_000;
-  const args = [join(benchDir, 'callbacks.mjs'), '--n', String(n), '--json'];
-  if (!QUICK && engine === 'PostgreSQL') args.push('--database-url', manifest.databaseUrl);
-  const out = await new Promise((resolveRun, reject) => {
-    const child = spawn(process.execPath, args, {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, WAYBILL_SERVER_DIST: dist },
+  try {
+    const r = await runCallbacks({
+      n: QUICK ? 200 : 20_000,
+      dist,
+      accessLog: accessLog ? 'on' : 'off',
+      ...(!QUICK && engine === 'PostgreSQL' ? dataset : {}),
     });
-    let text = '';
-    child.stdout.on('data', (d) => {
-      text += d;
-    });
-    child.on('exit', (code) =>
-      code === 0 ? resolveRun(text) : reject(new Error(`callbacks bench exited ${code}`)),
-    );
-  }).catch((error) => {
-    errors.push(String(error.message));
-    return null;
-  });
-  if (out) {
-    const r = JSON.parse(out.trim().split('\n').at(-1));
     rows.push({ scenario: 'callbacks', title: 'callback deliveries to a local receiver', callbacks: r });
     console.log(
       `callbacks        ${fmt(r.deliveriesPerS).padStart(7)} deliveries/s  lag p50 ${r.lagP50Ms} p99 ${r.lagP99Ms} ms  ` +
         `(${r.n} receipts, ${r.repeats} repeats)`,
     );
+  } catch (error) {
+    errors.push(`callbacks: ${error.message}`);
   }
 }
 

@@ -1,8 +1,8 @@
 // The PostgreSQL side of bench/lib/datagen.mjs: the same dataset, bulk-loaded into the schema the server's
 // migrations made (month partitions of `messages` made by the server's own ensurePartitions, the `message_keys`
-// identity table and its `message_seq` sequence), then VACUUM (ANALYZE). Run it through datagen.mjs:
+// identity table and its `message_seq` sequence), then VACUUM (ANALYZE). Run it through bench/datagen.mjs:
 //
-//   node bench/lib/datagen.mjs --database-url postgres://postgres@127.0.0.1:5432/waybill_bench --recipients 1000000
+//   node bench/datagen.mjs --database-url postgres://postgres@127.0.0.1:5432/waybill_bench --recipients 1000000
 //
 // Rows go in as arrays, INSERT … SELECT FROM unnest(…), in one transaction per connection over four
 // connections (two take alternate message records, one message_keys with the contacts, identities and
@@ -11,13 +11,10 @@
 // of node-pg quoting every element. The indexes and key constraints of messages, message_keys and
 // receipt_events are dropped for the load and rebuilt from their own definitions after it (by sorting, which
 // costs far less than inserting random keys one by one); the other tables keep theirs, foreign keys included.
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
+import { serverModules } from './paths.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const dist = resolve(here, '../../packages/server/dist');
-const { ensurePartitions } = await import(pathToFileURL(join(dist, 'store/postgres/partitions.js')).href);
+const { ensurePartitions } = await serverModules();
 
 /** Records per batch (a batch of each connection is in flight while the next is made). */
 const BATCH = 25_000;

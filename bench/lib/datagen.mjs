@@ -1,10 +1,7 @@
-#!/usr/bin/env node
 // Bulk data generator for the load benchmarks: writes a realistic, consistent Waybill dataset straight into the
 // tables (no Store round trips), then reopens it with the server's own store and checks it, and writes the
 // manifest the benchmark harness reads (`<file>.manifest.json`, or bench/.data/pg-<database>.manifest.json).
-//
-//   node bench/lib/datagen.mjs --database-url sqlite:bench/.data/x.db --recipients 1000000 [--seed 42] [--force]
-//   node bench/lib/datagen.mjs --database-url postgres://postgres@127.0.0.1:5432/waybill_bench --recipients 1000000
+// Its command line is bench/datagen.mjs; `npm run bench` calls generate() when a dataset is missing.
 //
 // The schema and the bench account come from the server's code (openStore + migrate, createAccount); the rows
 // are written as the store would write them: ingest sequence per account in ingest order, epoch-ms times, the
@@ -31,20 +28,14 @@
 // in by SQLite's transfer optimization. Then the account's last_message_seq / last_event_seq, WAL mode back on,
 // and the checks. PostgreSQL: see datagen-pg.mjs.
 import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { dirname, resolve } from 'node:path';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
+import { manifestPathFor, serverModules } from './paths.mjs';
+import { mulberry32 } from './random.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const dist = resolve(here, '../../packages/server/dist');
-const fromDist = (path) => import(pathToFileURL(join(dist, path)).href);
-const { loadConfig } = await fromDist('config.js');
-const { openStore } = await fromDist('store/open.js');
-const { createAccount } = await fromDist('operations/accounts.js');
-const { drStatusOf, toDlrItem } = await fromDist('domain/wire.js');
-const { comparePositions } = await fromDist('domain/records.js');
+const { loadConfig, openStore, createAccount, drStatusOf, toDlrItem, comparePositions } =
+  await serverModules();
 
 export const BENCH = { key: 'BENCHKEY', secret: 'BENCHSEC', pepper: 'bench-pepper-0123456789' };
 
@@ -62,19 +53,6 @@ export const DEFAULT_END = '2026-11-01T00:00:00.000Z';
 const SAMPLE_IDS = 10_000;
 const SAMPLE_MISSING = 1000;
 const SAMPLE_CONVERSATIONS = 1000;
-
-// ---------------------------------------------------------------------------------------------------------
-// Deterministic randomness: mulberry32, 32 bits a call.
-function mulberry32(seed) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
-  };
-}
 
 const HEX1 = '0123456789abcdef';
 const HEX2 = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
@@ -1145,12 +1123,6 @@ export async function verify(databaseUrl, accountId, summary, { sample = 500, lo
 
 // ---------------------------------------------------------------------------------------------------------
 
-function manifestPathFor(databaseUrl) {
-  if (databaseUrl.startsWith('sqlite:')) return `${sqlitePath(databaseUrl)}.manifest.json`;
-  const db = new URL(databaseUrl).pathname.replace(/^\//, '') || 'postgres';
-  return resolve(here, '..', '.data', `pg-${db}.manifest.json`);
-}
-
 /**
  * Generates the dataset into `databaseUrl` (sqlite:<path> or postgres://…), checks it and writes the manifest.
  * Returns the manifest.
@@ -1230,44 +1202,6 @@ export async function generate({
   return manifest;
 }
 
-async function main() {
-  const { values: opts } = parseArgs({
-    options: {
-      'database-url': { type: 'string' },
-      recipients: { type: 'string', default: '1000000' },
-      seed: { type: 'string', default: '42' },
-      long: { type: 'string', default: '100000' },
-      end: { type: 'string', default: DEFAULT_END },
-      days: { type: 'string', default: '90' },
-      force: { type: 'boolean', default: false },
-    },
-    strict: true,
-  });
-  if (!opts['database-url']) {
-    console.error(
-      'usage: node bench/lib/datagen.mjs --database-url <sqlite:path|postgres://…> --recipients N [--seed 42] ' +
-        '[--long 100000] [--end ISO] [--days 90] [--force]',
-    );
-    process.exit(2);
-  }
-  const manifest = await generate({
-    databaseUrl: opts['database-url'],
-    recipients: Number(opts.recipients),
-    seed: Number(opts.seed),
-    longMessages: Number(opts.long),
-    end: opts.end,
-    days: Number(opts.days),
-    force: opts.force,
-  });
-  console.log(
-    JSON.stringify(
-      { ...manifest, dlrIds: undefined, missingIds: undefined, conversations: undefined },
-      null,
-      2,
-    ),
-  );
-}
-
 if (!isMainThread && workerData?.datagenPart) {
   // The helper thread of loadSqlite.
   try {
@@ -1275,9 +1209,4 @@ if (!isMainThread && workerData?.datagenPart) {
   } catch (error) {
     parentPort.postMessage({ ok: false, error: String(error?.stack ?? error) });
   }
-} else if (isMainThread && process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  main().catch((error) => {
-    console.error(error?.stack ?? String(error));
-    process.exit(1);
-  });
 }
