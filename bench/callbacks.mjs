@@ -7,20 +7,17 @@
 //
 // Extra server settings pass through the environment (WAYBILL_CALLBACK_CONCURRENCY=…, …); the server's log is
 // bench/.data/logs/waybill-callbacks.log.
-import { parseArgs } from 'node:util';
 import { runCallbacks } from './lib/callbacks.mjs';
+import { commandLine } from './lib/cli.mjs';
 
-const { values: opts } = parseArgs({
-  options: {
-    n: { type: 'string', default: '20000' },
-    accounts: { type: 'string', default: '1' },
-    rate: { type: 'string', default: '0' },
-    'access-log': { type: 'string', default: 'on' },
-    'database-url': { type: 'string' },
-    keep: { type: 'boolean', default: false },
-    json: { type: 'boolean', default: false },
-  },
-  strict: true,
+const { values: opts } = commandLine(import.meta.url, {
+  n: '20000',
+  accounts: '1',
+  rate: '0',
+  'access-log': 'on',
+  'database-url': null,
+  keep: false,
+  json: false,
 });
 const r = await runCallbacks({
   n: Number(opts.n),

@@ -7,28 +7,22 @@
 //
 // Options: --long 100000 (messages in the long history), --end <ISO time> and --days 90 (the period), --force
 // (replace an existing SQLite file).
-import { parseArgs } from 'node:util';
+import { commandLine } from './lib/cli.mjs';
 import { DEFAULT_END, generate } from './lib/datagen.mjs';
 
-const { values: opts } = parseArgs({
-  options: {
-    'database-url': { type: 'string' },
-    recipients: { type: 'string', default: '1000000' },
-    seed: { type: 'string', default: '42' },
-    long: { type: 'string', default: '100000' },
-    end: { type: 'string', default: DEFAULT_END },
-    days: { type: 'string', default: '90' },
-    force: { type: 'boolean', default: false },
+const { values: opts } = commandLine(
+  import.meta.url,
+  {
+    'database-url': null,
+    recipients: '1000000',
+    seed: '42',
+    long: '100000',
+    end: DEFAULT_END,
+    days: '90',
+    force: false,
   },
-  strict: true,
-});
-if (!opts['database-url']) {
-  console.error(
-    'usage: node bench/datagen.mjs --database-url <sqlite:path|postgres://…> --recipients N [--seed 42] ' +
-      '[--long 100000] [--end ISO] [--days 90] [--force]',
-  );
-  process.exit(2);
-}
+  { required: ['database-url'] },
+);
 const manifest = await generate({
   databaseUrl: opts['database-url'],
   recipients: Number(opts.recipients),

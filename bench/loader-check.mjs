@@ -6,19 +6,17 @@
 //   node bench/loader-check.mjs [--duration 10] [--rounds 3] [--connections 50] [--body-bytes 260]
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { commandLine } from './lib/cli.mjs';
 import { treeCpuMs } from './lib/cpu.mjs';
 import { repoRoot } from './lib/paths.mjs';
 import { sleep, startCeiling, startLoader } from './lib/processes.mjs';
 import { rawGet } from './lib/scenarios.mjs';
 
-const { values: opts } = parseArgs({
-  options: {
-    duration: { type: 'string', default: '10' },
-    rounds: { type: 'string', default: '3' },
-    connections: { type: 'string', default: '50' },
-    'body-bytes': { type: 'string', default: '260' },
-  },
+const { values: opts } = commandLine(import.meta.url, {
+  duration: '10',
+  rounds: '3',
+  connections: '50',
+  'body-bytes': '260',
 });
 const DURATION = Number(opts.duration);
 const CONNECTIONS = Number(opts.connections);

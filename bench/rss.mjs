@@ -8,24 +8,17 @@
 // default settings but the access log (off) and the rate limit (off); the load is bench/lib/loader.mjs, half
 // the time /dlr of sample ids, half page 1 of sample conversations.
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { commandLine } from './lib/cli.mjs';
 import { memoryOf } from './lib/cpu.mjs';
 import { manifestPathFor } from './lib/paths.mjs';
 import { startLoader, startWaybill } from './lib/processes.mjs';
 import { READ_SCENARIOS, rawGet } from './lib/scenarios.mjs';
 
-const { values: opts } = parseArgs({
-  options: {
-    'database-url': { type: 'string' },
-    seconds: { type: 'string', default: '15' },
-    connections: { type: 'string', default: '16' },
-  },
-  strict: true,
-});
-if (!opts['database-url']) {
-  console.error('usage: node bench/rss.mjs --database-url <sqlite:path|postgres://…> [--seconds 15]');
-  process.exit(2);
-}
+const { values: opts } = commandLine(
+  import.meta.url,
+  { 'database-url': null, seconds: '15', connections: '16' },
+  { required: ['database-url'] },
+);
 const manifest = JSON.parse(readFileSync(manifestPathFor(opts['database-url']), 'utf8'));
 const server = await startWaybill({
   databaseUrl: manifest.databaseUrl,

@@ -18,8 +18,8 @@
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { runCallbacks } from './lib/callbacks.mjs';
+import { commandLine } from './lib/cli.mjs';
 import { postgresCpuMs } from './lib/cpu.mjs';
 import { copyDatabase, dropDatabase, runIngest } from './lib/ingest.mjs';
 import { dataDir, manifestPathFor, serverDist } from './lib/paths.mjs';
@@ -28,37 +28,27 @@ import { READ_SCENARIOS, rawGet, sampleBody } from './lib/scenarios.mjs';
 
 const ALL = [...Object.keys(READ_SCENARIOS), 'workers', 'ingest', 'callbacks'];
 
-const { values: opts, positionals } = parseArgs({
-  allowPositionals: true,
-  options: {
-    quick: { type: 'boolean', default: false },
-    recipients: { type: 'string' },
-    'database-url': { type: 'string' },
-    duration: { type: 'string' },
-    warmup: { type: 'string' },
-    rounds: { type: 'string' },
-    connections: { type: 'string', default: '50' },
-    workers: { type: 'string', default: '2' },
-    'server-dist': { type: 'string', default: serverDist },
-    'baseline-dist': { type: 'string' },
-    'access-log': { type: 'string', default: 'on' },
-    'ingest-records': { type: 'string' },
-    'cpu-prof': { type: 'string' },
-    'sqlite-cache-mb': { type: 'string' },
-    json: { type: 'string' },
-    help: { type: 'boolean', short: 'h', default: false },
+const { values: opts, positionals } = commandLine(
+  import.meta.url,
+  {
+    quick: false,
+    recipients: null,
+    'database-url': null,
+    duration: null,
+    warmup: null,
+    rounds: null,
+    connections: '50',
+    workers: '2',
+    'server-dist': serverDist,
+    'baseline-dist': null,
+    'access-log': 'on',
+    'ingest-records': null,
+    'cpu-prof': null,
+    'sqlite-cache-mb': null,
+    json: null,
   },
-  strict: true,
-});
-if (opts.help) {
-  console.log(
-    readFileSync(new URL(import.meta.url), 'utf8')
-      .split('\nimport ')[0]
-      .replace(/^#!.*\n/, ''),
-  );
-  console.log(`scenarios: ${ALL.join(', ')}`);
-  process.exit(0);
-}
+  { positionals: true, epilogue: `scenarios: ${ALL.join(', ')}` },
+);
 const unknown = positionals.filter((s) => !ALL.includes(s));
 if (unknown.length > 0) {
   console.error(`unknown scenario ${unknown.join(', ')}; known: ${ALL.join(', ')}`);

@@ -61,6 +61,13 @@ const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const PAD2 = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'));
 const PAD3 = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
 
+/** `n` Crockford base-32 characters from the bits of `u`, lowest first. */
+function base32(u, n) {
+  let s = '';
+  for (let k = 0; k < n * 5; k += 5) s += CROCKFORD[(u >>> k) & 31];
+  return s;
+}
+
 /**
  * Random-looking ids from a 32-bit source: UUIDv4 for message ids; UUIDv7 for contacts and conversations, as
  * domain/ids.ts newId() makes them (48 bits of epoch ms first); ULIDs for event ids, as domain/events.ts
@@ -94,28 +101,7 @@ function idMaker(u32) {
       lastTime = '';
       for (let i = 0, t = ms; i < 10; i++, t = Math.floor(t / 32)) lastTime = CROCKFORD[t % 32] + lastTime;
     }
-    const a = u32();
-    const b = u32();
-    const c = u32();
-    return (
-      lastTime +
-      CROCKFORD[a & 31] +
-      CROCKFORD[(a >>> 5) & 31] +
-      CROCKFORD[(a >>> 10) & 31] +
-      CROCKFORD[(a >>> 15) & 31] +
-      CROCKFORD[(a >>> 20) & 31] +
-      CROCKFORD[(a >>> 25) & 31] +
-      CROCKFORD[b & 31] +
-      CROCKFORD[(b >>> 5) & 31] +
-      CROCKFORD[(b >>> 10) & 31] +
-      CROCKFORD[(b >>> 15) & 31] +
-      CROCKFORD[(b >>> 20) & 31] +
-      CROCKFORD[(b >>> 25) & 31] +
-      CROCKFORD[c & 31] +
-      CROCKFORD[(c >>> 5) & 31] +
-      CROCKFORD[(c >>> 10) & 31] +
-      CROCKFORD[(c >>> 15) & 31]
-    );
+    return lastTime + base32(u32(), 6) + base32(u32(), 6) + base32(u32(), 4);
   };
   return { uuid4, uuid7, ulid };
 }
@@ -312,20 +298,12 @@ export function createDataset({ recipients, seed = 42, longMessages = 100_000, e
    * Records the receipt event of an SMS recipient now in this state; returns its seq. The item is the JSON of
    * toDlrItem, written out directly; the first thousand and every 97th after are compared with the real one.
    */
-  const event = (
-    id,
-    to,
-    createdAt,
-    network,
-    price,
-    code,
-    errcode,
-    drTime,
-    contactId,
-    conversationId,
-    campaign,
-    text,
-  ) => {
+  /**
+   * Records the receipt event of an SMS recipient `r` (its record's fields) now in this state; returns its seq.
+   * The item is the JSON of toDlrItem, written out directly; the first thousand and every 97th after are
+   * compared with the real one.
+   */
+  const event = (r, code, errcode, drTime) => {
     const recordedAt = Math.max(lastRecordedAt, drTime + 200 + int(3000));
     lastRecordedAt = recordedAt;
     if (!sink.events) {
@@ -336,37 +314,32 @@ export function createDataset({ recipients, seed = 42, longMessages = 100_000, e
       return ++eventSeq;
     }
     const item =
-      `{"type":"dlr","messageid":"${id}","to":"${to}","status":"0","price":${price},"counts":1,` +
-      `"network":"${network}","drStatus":${drStatusOf(code)},"drStatuscode":"${code}","drErrcode":"${errcode}",` +
+      `{"type":"dlr","messageid":"${r.id}","to":"${r.to}","status":"0","price":${r.price},"counts":1,` +
+      `"network":"${r.network}","drStatus":${drStatusOf(code)},"drStatuscode":"${code}","drErrcode":"${errcode}",` +
       `"drTime":"${drTimeText(drTime)}"}`;
     if (++eventSeq <= 1000 || eventSeq % 97 === 0) {
-      const sms = {
-        status: '0',
-        network,
-        price,
-        counts: 1,
-        receipt: { drStatuscode: code, drErrcode: errcode, drTime: new Date(drTime) },
-      };
+      const receipt = { drStatuscode: code, drErrcode: errcode, drTime: new Date(drTime) };
+      const sms = { status: '0', network: r.network, price: r.price, counts: 1, receipt };
       // The record as the store holds it after this receipt.
       const record = {
-        id,
+        id: r.id,
         channel: 'SMS',
         direction: 'outbound',
-        contactId,
-        channelUserId: to,
-        conversationId,
-        campaignId: campaign,
-        text,
+        contactId: r.contactId,
+        channelUserId: r.to,
+        conversationId: r.conversationId,
+        campaignId: r.campaignId,
+        text: r.text,
         content: null,
         status: null,
         sms,
-        createdAt: new Date(createdAt),
+        createdAt: new Date(r.createdAt),
       };
       const real = JSON.stringify(toDlrItem(record));
       if (real !== item) throw new Error(`datagen: item ${item} differs from toDlrItem's ${real}`);
       counts.itemChecks++;
     }
-    sink.event(eventSeq, `evt_${ulid(recordedAt)}`, id, to, recordedAt, createdAt, item);
+    sink.event(eventSeq, `evt_${ulid(recordedAt)}`, r.id, r.to, recordedAt, r.createdAt, item);
     return eventSeq;
   };
 
@@ -406,39 +379,24 @@ export function createDataset({ recipients, seed = 42, longMessages = 100_000, e
         while (w >= FINALS[k][0]) w -= FINALS[k++][0];
         const errcodes = FINALS[k][2];
         drTime = at + 2000 + int(60_000);
-        if (chance(0.08)) {
-          lastEvent = event(
-            id,
-            to,
-            at,
-            network,
-            price,
-            'accepted',
-            '0',
-            drTime,
-            contactId,
-            conversationId,
-            campaignId,
-            text,
-          );
-          drTime += 5000 + int(120_000);
-        }
-        code = FINALS[k][1];
-        errcode = errcodes[int(errcodes.length)];
-        lastEvent = event(
+        const recipient = {
           id,
           to,
-          at,
+          createdAt: at,
           network,
           price,
-          code,
-          errcode,
-          drTime,
           contactId,
           conversationId,
           campaignId,
           text,
-        );
+        };
+        if (chance(0.08)) {
+          lastEvent = event(recipient, 'accepted', '0', drTime);
+          drTime += 5000 + int(120_000);
+        }
+        code = FINALS[k][1];
+        errcode = errcodes[int(errcodes.length)];
+        lastEvent = event(recipient, code, errcode, drTime);
       } else {
         const s = int(10);
         status = s < 6 ? '0' : s < 8 ? '1' : '400';
@@ -734,43 +692,14 @@ function sqliteSink(db, accountId, { messages, others }) {
     kind.rows[kind.n++] = row;
   };
   if (messages) {
-    sink.sms = (
-      seq,
-      at,
-      id,
-      key,
-      contactId,
-      to,
-      conv,
-      campaign,
-      text,
-      status,
-      network,
-      price,
-      code,
-      err,
-      drTime,
-    ) =>
-      add(sms, key, [
-        seq,
-        at,
-        id,
-        contactId,
-        to,
-        conv,
-        campaign,
-        text,
-        status,
-        network,
-        price,
-        code,
-        err,
-        drTime,
-      ]);
-    sink.inbound = (seq, at, id, key, contactId, from, conv, text) =>
-      add(inbound, key, [seq, at, id, contactId, from, conv, text]);
-    sink.chat = (seq, at, id, key, direction, contactId, user, conv, text, content, status) =>
-      add(chat, key, [seq, at, id, direction, contactId, user, conv, text, content, status]);
+    // A row is what the sink receives but the sort key, in the order of the kind's INSERT.
+    const adder =
+      (kind) =>
+      (seq, at, id, key, ...rest) =>
+        add(kind, key, [seq, at, id, ...rest]);
+    sink.sms = adder(sms);
+    sink.inbound = adder(inbound);
+    sink.chat = adder(chat);
   } else {
     sink.sms = sink.inbound = sink.chat = noop;
   }
