@@ -12,6 +12,8 @@
 // rate limit off), pinned to CPU 0; the load comes from another process (bench/lib/loader.mjs) pinned to CPU 1. Each read scenario is measured
 // alternately against Waybill and against the ceiling, a bare node:http server answering the same bytes, in
 // --rounds rounds; the figures are medians over the rounds, and the ratio is Waybill's req/s over the ceiling's.
+// On SQLite the /dlr scenarios also measure the lean reference (bench/lib/lean.mjs: /dlr on node:http and
+// better-sqlite3 alone) in the same rounds, and print Waybill's ratio to it beside the ratio to the ceiling.
 // Server CPU per request comes from /proc. The ingest scenario (bench/lib/ingest.mjs) runs each build on its own
 // fresh copy of the dataset, alternately, and reports records/s and server CPU per 1,000 records.
 // docs/benchmarks.md explains the figures and records them.
@@ -23,9 +25,11 @@ import { commandLine } from './lib/cli.mjs';
 import { postgresCpuMs } from './lib/cpu.mjs';
 import { copyDatabase, dropDatabase, runIngest } from './lib/ingest.mjs';
 import { dataDir, manifestPathFor, serverDist } from './lib/paths.mjs';
-import { startCeiling, startLoader, startWaybill } from './lib/processes.mjs';
+import { startCeiling, startLean, startLoader, startWaybill } from './lib/processes.mjs';
 import { READ_SCENARIOS, rawGet, sampleBody } from './lib/scenarios.mjs';
 
+/** The scenarios the lean reference (bench/lib/lean.mjs) is measured in as well: valid /dlr requests. */
+const LEAN_SCENARIOS = new Set(['dlr', 'dlr-missing']);
 const ALL = [...Object.keys(READ_SCENARIOS), 'workers', 'ingest', 'callbacks'];
 
 const { values: opts, positionals } = commandLine(
@@ -191,6 +195,11 @@ if (readNames.length > 0) {
         env: serverEnv,
       })
     : null;
+  // The lean reference answers /dlr only, and reads SQLite only.
+  const lean =
+    engine === 'SQLite' && readNames.some((s) => LEAN_SCENARIOS.has(s))
+      ? await startLean({ ...dataset, cpus: '0', env: serverEnv })
+      : null;
   const loader = startLoader({ cpus: '1' });
   const costs = new Map();
   try {
@@ -200,12 +209,14 @@ if (readNames.length > 0) {
       const requests = paths.map(({ path, headers }) => rawGet(path, headers));
       const body = await sampleBody(waybill.url, paths);
       const ceiling = await startCeiling({ body, cpus: '0', label: `ceiling-${name}` });
-      const got = { waybill: [], ceiling: [], baseline: [] };
+      const got = { waybill: [], ceiling: [], baseline: [], lean: [] };
+      const withLean = lean && LEAN_SCENARIOS.has(name) ? lean : null;
       try {
         for (let round = 0; round < ROUNDS; round++) {
           got.ceiling.push(await measure(loader, ceiling, requests));
           got.waybill.push(await measure(loader, waybill, requests));
           if (baseline) got.baseline.push(await measure(loader, baseline, requests));
+          if (withLean) got.lean.push(await measure(loader, withLean, requests));
         }
       } finally {
         await ceiling.stop();
@@ -213,6 +224,7 @@ if (readNames.length > 0) {
       const w = summarize(got.waybill);
       const c = summarize(got.ceiling);
       const b = baseline ? summarize(got.baseline) : null;
+      const l = withLean ? summarize(got.lean) : null;
       costs.set(name, w);
       const row = {
         scenario: name,
@@ -222,6 +234,7 @@ if (readNames.length > 0) {
         ceiling: c,
         ratio: w.rps / c.rps,
         ...(b ? { baseline: b, baselineRatio: b.rps / c.rps } : {}),
+        ...(l ? { lean: l, leanRatio: w.rps / l.rps } : {}),
         target: scenario.target ?? null,
       };
       if (scenario.target?.costOf && costs.has(scenario.target.costOf)) {
@@ -236,6 +249,7 @@ if (readNames.length > 0) {
   } finally {
     await waybill.stop();
     await baseline?.stop();
+    await lean?.stop();
     loader.stop();
   }
 
@@ -292,6 +306,9 @@ function printRow(r) {
     `ratio ${fmt(r.ratio, 2)}`;
   if (r.baseline) {
     line += ` (baseline build ${fmt(r.baselineRatio, 2)}, ${fmt(r.baseline.rps)} req/s, ${fmt(r.baseline.cpuUsPerRequest)} µs CPU/req)`;
+  }
+  if (r.lean) {
+    line += ` | lean ${fmt(r.lean.rps)} req/s ${fmt(r.lean.cpuUsPerRequest)} µs, Waybill ${fmt(r.leanRatio, 2)}× of it`;
   }
   if (r.costRatio !== undefined) line += ` | cost ×${fmt(r.costRatio, 2)} of ${r.target.costOf}`;
   if (r.serverRssMb !== undefined) line += ` | RSS ${fmt(r.serverRssMb)} MB`;
@@ -405,7 +422,7 @@ for (const r of rows.filter((x) => x.waybill)) {
       ? `≥ ${t.ratio}×${t.p99Ms ? `, p99 ≤ ${t.p99Ms} ms` : ''}`
       : `cost ≤ ${t.costRatio}× ${t.costOf}: ×${fmt(r.costRatio, 2)}`;
   console.log(
-    `| ${r.title} | ${fmt(r.waybill.rps)} | ${fmt(r.waybill.p50Ms, 2)} | ${fmt(r.waybill.p99Ms, 2)} | ${fmt(r.waybill.cpuUsPerRequest)}${r.baseline ? ` (was ${fmt(r.baseline.cpuUsPerRequest)})` : ''} | ${fmt(r.ceiling.rps)} | **${fmt(r.ratio, 2)}×**${r.baseline ? ` (was ${fmt(r.baselineRatio, 2)}×)` : ''} | ${target} |`,
+    `| ${r.title} | ${fmt(r.waybill.rps)} | ${fmt(r.waybill.p50Ms, 2)} | ${fmt(r.waybill.p99Ms, 2)} | ${fmt(r.waybill.cpuUsPerRequest)}${r.baseline ? ` (was ${fmt(r.baseline.cpuUsPerRequest)})` : ''} | ${fmt(r.ceiling.rps)} | **${fmt(r.ratio, 2)}×**${r.baseline ? ` (was ${fmt(r.baselineRatio, 2)}×)` : ''}${r.lean ? `; ${fmt(r.leanRatio, 2)}× of the lean reference (${fmt(r.lean.rps)} req/s, ${fmt(r.lean.cpuUsPerRequest)} µs)` : ''} | ${target} |`,
   );
 }
 if (opts.json) {

@@ -136,6 +136,20 @@ export function startCeiling({ body, cpus, label = 'ceiling' }) {
   );
 }
 
+/**
+ * The lean reference for /dlr (bench/lib/lean.mjs) on a SQLite dataset, with the server's pepper and cache
+ * settings (`env`).
+ */
+export function startLean({ databaseUrl, pepper, cpus, env = {}, label = 'lean' }) {
+  return startListening(
+    label,
+    process.execPath,
+    [join(here, 'lean.mjs')],
+    { ...process.env, LEAN_SQLITE_FILE: databaseUrl.slice('sqlite:'.length), WAYBILL_PEPPER: pepper, ...env },
+    cpus,
+  );
+}
+
 /** The load generator process (bench/lib/loader.mjs); `run(job)` resolves with its result. */
 export function startLoader({ cpus } = {}) {
   const [cmd, argv] = pinned(cpus, process.execPath, [join(here, 'loader.mjs')]);
