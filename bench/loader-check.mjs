@@ -6,17 +6,17 @@
 //   node bench/loader-check.mjs [--duration 10] [--rounds 3] [--connections 50] [--body-bytes 260]
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { benchDir, sleep, startCeiling, startLoader, treeCpuMs } from './lib/processes.mjs';
+import { commandLine } from './lib/cli.mjs';
+import { treeCpuMs } from './lib/cpu.mjs';
+import { repoRoot } from './lib/paths.mjs';
+import { sleep, startCeiling, startLoader } from './lib/processes.mjs';
 import { rawGet } from './lib/scenarios.mjs';
 
-const { values: opts } = parseArgs({
-  options: {
-    duration: { type: 'string', default: '10' },
-    rounds: { type: 'string', default: '3' },
-    connections: { type: 'string', default: '50' },
-    'body-bytes': { type: 'string', default: '260' },
-  },
+const { values: opts } = commandLine(import.meta.url, {
+  duration: '10',
+  rounds: '3',
+  connections: '50',
+  'body-bytes': '260',
 });
 const DURATION = Number(opts.duration);
 const CONNECTIONS = Number(opts.connections);
@@ -28,7 +28,7 @@ const raw = startLoader({ cpus: '1' });
 
 async function autocannon() {
   // autocannon's own CLI, in its own process on CPU 1, as a user would run it.
-  const bin = join(benchDir, '..', 'node_modules', 'autocannon', 'autocannon.js');
+  const bin = join(repoRoot, 'node_modules', 'autocannon', 'autocannon.js');
   const child = spawn(
     'taskset',
     [

@@ -1,75 +1,47 @@
-// Resident memory of `waybill serve` on a seeded database, idle and after 30 s of /dlr and history load.
+#!/usr/bin/env node
+// Resident memory of `waybill serve` on a generated dataset, idle and after 30 s of /dlr and history load (the
+// memory column of the sizing table in docs/operations.md).
 //
-//   node bench/rss.mjs sqlite:bench/.data/waybill-1m.db bench/.data/waybill-1m.db.manifest.json
+//   node bench/rss.mjs --database-url sqlite:bench/.data/bench-1000000.db [--seconds 15] [--connections 16]
 //
-// The first argument is the DATABASE_URL, the second the manifest bench/seed.mjs wrote for it.
-import { spawn } from 'node:child_process';
+// The dataset and its manifest come from bench/datagen.mjs (or `npm run bench`). The server runs with its
+// default settings but the access log (off) and the rate limit (off); the load is bench/lib/loader.mjs, half
+// the time /dlr of sample ids, half page 1 of sample conversations.
 import { readFileSync } from 'node:fs';
-import autocannon from 'autocannon';
+import { commandLine } from './lib/cli.mjs';
+import { memoryOf } from './lib/cpu.mjs';
+import { manifestPathFor } from './lib/paths.mjs';
+import { startLoader, startWaybill } from './lib/processes.mjs';
+import { READ_SCENARIOS, rawGet } from './lib/scenarios.mjs';
 
-const [url, manifestPath] = process.argv.slice(2);
-const m = JSON.parse(readFileSync(manifestPath, 'utf8'));
-const child = spawn(
-  process.execPath,
-  ['packages/server/dist/cli/main.js', 'serve', '--port', '0', '--no-demo'],
-  {
-    env: {
-      ...process.env,
-      DATABASE_URL: url,
-      WAYBILL_PEPPER: m.pepper,
-      WAYBILL_RATE_PER_SECOND: '0',
-      WAYBILL_ACCESS_LOG: 'off',
-    },
-  },
+const { values: opts } = commandLine(
+  import.meta.url,
+  { 'database-url': null, seconds: '15', connections: '16' },
+  { required: ['database-url'] },
 );
-let out = '';
-const base = await new Promise((ok) =>
-  child.stdout.on('data', (d) => {
-    out += d;
-    const x = /listening at (http:\/\/[^\s"]+)/.exec(out);
-    if (x) ok(x[1]);
-  }),
-);
-const rss = () =>
-  Object.fromEntries(
-    readFileSync(`/proc/${child.pid}/status`, 'utf8')
-      .split('\n')
-      .filter((l) => /^Vm(RSS|HWM)/.test(l))
-      .map((l) => l.split(/:\s+/)),
-  );
-console.log('idle', rss());
-const auth = `Basic ${Buffer.from(`${m.key}:${m.secret}`).toString('base64')}`;
-let i = 0;
-await autocannon({
-  url: base,
-  connections: 16,
-  duration: 15,
-  requests: [
-    {
-      setupRequest: (r) => ({
-        ...r,
-        path: `/dlr?key=${m.key}&secret=${m.secret}&messageid=${m.sampleMessageIds[i++ % m.sampleMessageIds.length]}`,
-      }),
-    },
-  ],
+const manifest = JSON.parse(readFileSync(manifestPathFor(opts['database-url']), 'utf8'));
+const server = await startWaybill({
+  databaseUrl: manifest.databaseUrl,
+  pepper: manifest.pepper,
+  accessLog: false,
+  label: 'waybill-rss',
 });
-const convs = m.sampleConversations;
-await autocannon({
-  url: base,
-  connections: 16,
-  duration: 15,
-  headers: { authorization: auth },
-  requests: [
-    {
-      setupRequest: (r) => {
-        const c = convs[i++ % convs.length];
-        return {
-          ...r,
-          path: `/messages?channel=${c.channel}&channelUserId=${encodeURIComponent(c.channelUserId)}&size=20`,
-        };
-      },
-    },
-  ],
-});
-console.log('after 30 s of /dlr + history load', rss());
-child.kill('SIGTERM');
+const loader = startLoader();
+try {
+  console.log('idle', memoryOf(server.pid));
+  for (const name of ['dlr', 'conversation']) {
+    const paths = await READ_SCENARIOS[name].requests(manifest, server.url);
+    await loader.run({
+      host: server.host,
+      port: server.port,
+      connections: Number(opts.connections),
+      warmupMs: 0,
+      durationMs: Number(opts.seconds) * 1000,
+      requests: paths.map(({ path, headers }) => rawGet(path, headers)),
+    });
+  }
+  console.log(`after ${2 * Number(opts.seconds)} s of /dlr + history load`, memoryOf(server.pid));
+} finally {
+  loader.stop();
+  await server.stop();
+}

@@ -5,63 +5,54 @@
 //   npm run bench -- dlr --recipients 10000000
 //   npm run bench -- dlr mode1 --database-url postgres://postgres@127.0.0.1:5432/waybill_bench
 //   npm run bench -- --quick               every scenario, small and short: CI's check that they all still run
+//   npm run bench -- dlr ingest --baseline-dist /tmp/old/packages/server/dist    two builds, alternately
 //
-// The dataset is generated once (bench/lib/datagen.mjs) and kept in bench/.data/. The built server runs as its
-// own process in its production configuration (`waybill serve`, access log on; rate limit off), pinned to CPU 0;
-// the load comes from another process (bench/lib/loader.mjs) pinned to CPU 1. Each read scenario is measured
+// The dataset is generated once (bench/lib/datagen.mjs; bench/datagen.mjs by hand) and kept in bench/.data/.
+// The built server runs as its own process in its production configuration (`waybill serve`, access log on;
+// rate limit off), pinned to CPU 0; the load comes from another process (bench/lib/loader.mjs) pinned to CPU 1. Each read scenario is measured
 // alternately against Waybill and against the ceiling, a bare node:http server answering the same bytes, in
 // --rounds rounds; the figures are medians over the rounds, and the ratio is Waybill's req/s over the ceiling's.
-// Server CPU per request comes from /proc. docs/benchmarks.md explains the figures and records them.
-import { spawn } from 'node:child_process';
+// On SQLite the /dlr scenarios also measure the lean reference (bench/lib/lean.mjs: /dlr on node:http and
+// better-sqlite3 alone) in the same rounds, and print Waybill's ratio to it beside the ratio to the ceiling.
+// Server CPU per request comes from /proc. The ingest scenario (bench/lib/ingest.mjs) runs each build on its own
+// fresh copy of the dataset, alternately, and reports records/s and server CPU per 1,000 records.
+// docs/benchmarks.md explains the figures and records them.
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { runIngest } from './lib/ingest-load.mjs';
-import {
-  benchDir,
-  dataDir,
-  postgresCpuMs,
-  repoRoot,
-  startCeiling,
-  startLoader,
-  startWaybill,
-} from './lib/processes.mjs';
+import { runCallbacks } from './lib/callbacks.mjs';
+import { commandLine } from './lib/cli.mjs';
+import { postgresCpuMs } from './lib/cpu.mjs';
+import { copyDatabase, dropDatabase, runIngest } from './lib/ingest.mjs';
+import { dataDir, manifestPathFor, serverDist } from './lib/paths.mjs';
+import { startCeiling, startLean, startLoader, startWaybill } from './lib/processes.mjs';
 import { READ_SCENARIOS, rawGet, sampleBody } from './lib/scenarios.mjs';
 
+/** The scenarios the lean reference (bench/lib/lean.mjs) is measured in as well: valid /dlr requests. */
+const LEAN_SCENARIOS = new Set(['dlr', 'dlr-missing']);
 const ALL = [...Object.keys(READ_SCENARIOS), 'workers', 'ingest', 'callbacks'];
 
-const { values: opts, positionals } = parseArgs({
-  allowPositionals: true,
-  options: {
-    quick: { type: 'boolean', default: false },
-    recipients: { type: 'string' },
-    'database-url': { type: 'string' },
-    duration: { type: 'string' },
-    warmup: { type: 'string' },
-    rounds: { type: 'string' },
-    connections: { type: 'string', default: '50' },
-    workers: { type: 'string', default: '2' },
-    'server-dist': { type: 'string', default: join(repoRoot, 'packages/server/dist') },
-    'baseline-dist': { type: 'string' },
-    'access-log': { type: 'string', default: 'on' },
-    'ingest-records': { type: 'string' },
-    'cpu-prof': { type: 'string' },
-    'sqlite-cache-mb': { type: 'string' },
-    json: { type: 'string' },
-    help: { type: 'boolean', short: 'h', default: false },
+const { values: opts, positionals } = commandLine(
+  import.meta.url,
+  {
+    quick: false,
+    recipients: null,
+    'database-url': null,
+    duration: null,
+    warmup: null,
+    rounds: null,
+    connections: '50',
+    workers: '2',
+    'server-dist': serverDist,
+    'baseline-dist': null,
+    'access-log': 'on',
+    'ingest-records': null,
+    'cpu-prof': null,
+    'sqlite-cache-mb': null,
+    json: null,
   },
-  strict: true,
-});
-if (opts.help) {
-  console.log(
-    readFileSync(new URL(import.meta.url), 'utf8')
-      .split('\nimport ')[0]
-      .replace(/^#!.*\n/, ''),
-  );
-  console.log(`scenarios: ${ALL.join(', ')}`);
-  process.exit(0);
-}
+  { positionals: true, epilogue: `scenarios: ${ALL.join(', ')}` },
+);
 const unknown = positionals.filter((s) => !ALL.includes(s));
 if (unknown.length > 0) {
   console.error(`unknown scenario ${unknown.join(', ')}; known: ${ALL.join(', ')}`);
@@ -90,10 +81,7 @@ process.on('exit', () => {
 const databaseUrl =
   opts['database-url'] ??
   `sqlite:${QUICK ? join(quickDir, 'quick.db') : join(dataDir, `bench-${RECIPIENTS}.db`)}`;
-// Where bench/lib/datagen.mjs writes a dataset's manifest: beside a SQLite file, or in bench/.data for PostgreSQL.
-const manifestPath = databaseUrl.startsWith('sqlite:')
-  ? `${resolve(databaseUrl.slice('sqlite:'.length))}.manifest.json`
-  : join(dataDir, `pg-${new URL(databaseUrl).pathname.replace(/^\//, '') || 'postgres'}.manifest.json`);
+const manifestPath = manifestPathFor(databaseUrl);
 let manifest;
 try {
   manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
@@ -122,6 +110,7 @@ const sqliteCacheMb =
       )
     : null;
 const serverEnv = sqliteCacheMb ? { WAYBILL_SQLITE_CACHE_MB: String(sqliteCacheMb) } : {};
+const dataset = { databaseUrl: manifest.databaseUrl, pepper: manifest.pepper };
 
 console.log(
   `# waybill bench, ${new Date().toISOString().slice(0, 16)}Z: ${os.cpus().length} × ${os.cpus()[0]?.model}, ` +
@@ -188,7 +177,7 @@ const readNames = scenarios.filter((s) => s in READ_SCENARIOS || s === 'workers'
 if (readNames.length > 0) {
   const cpuProf = opts['cpu-prof'] ? resolve(opts['cpu-prof']) : undefined;
   const waybill = await startWaybill({
-    manifest,
+    ...dataset,
     dist,
     accessLog,
     cpus: '0',
@@ -198,7 +187,7 @@ if (readNames.length > 0) {
   });
   const baseline = baselineDist
     ? await startWaybill({
-        manifest,
+        ...dataset,
         dist: baselineDist,
         accessLog,
         cpus: '0',
@@ -206,6 +195,11 @@ if (readNames.length > 0) {
         env: serverEnv,
       })
     : null;
+  // The lean reference answers /dlr only, and reads SQLite only.
+  const lean =
+    engine === 'SQLite' && readNames.some((s) => LEAN_SCENARIOS.has(s))
+      ? await startLean({ ...dataset, cpus: '0', env: serverEnv })
+      : null;
   const loader = startLoader({ cpus: '1' });
   const costs = new Map();
   try {
@@ -215,12 +209,14 @@ if (readNames.length > 0) {
       const requests = paths.map(({ path, headers }) => rawGet(path, headers));
       const body = await sampleBody(waybill.url, paths);
       const ceiling = await startCeiling({ body, cpus: '0', label: `ceiling-${name}` });
-      const got = { waybill: [], ceiling: [], baseline: [] };
+      const got = { waybill: [], ceiling: [], baseline: [], lean: [] };
+      const withLean = lean && LEAN_SCENARIOS.has(name) ? lean : null;
       try {
         for (let round = 0; round < ROUNDS; round++) {
           got.ceiling.push(await measure(loader, ceiling, requests));
           got.waybill.push(await measure(loader, waybill, requests));
           if (baseline) got.baseline.push(await measure(loader, baseline, requests));
+          if (withLean) got.lean.push(await measure(loader, withLean, requests));
         }
       } finally {
         await ceiling.stop();
@@ -228,6 +224,7 @@ if (readNames.length > 0) {
       const w = summarize(got.waybill);
       const c = summarize(got.ceiling);
       const b = baseline ? summarize(got.baseline) : null;
+      const l = withLean ? summarize(got.lean) : null;
       costs.set(name, w);
       const row = {
         scenario: name,
@@ -237,6 +234,7 @@ if (readNames.length > 0) {
         ceiling: c,
         ratio: w.rps / c.rps,
         ...(b ? { baseline: b, baselineRatio: b.rps / c.rps } : {}),
+        ...(l ? { lean: l, leanRatio: w.rps / l.rps } : {}),
         target: scenario.target ?? null,
       };
       if (scenario.target?.costOf && costs.has(scenario.target.costOf)) {
@@ -251,6 +249,7 @@ if (readNames.length > 0) {
   } finally {
     await waybill.stop();
     await baseline?.stop();
+    await lean?.stop();
     loader.stop();
   }
 
@@ -260,7 +259,7 @@ if (readNames.length > 0) {
     const paths = await READ_SCENARIOS.dlr.requests(manifest);
     const requests = paths.map(({ path, headers }) => rawGet(path, headers));
     const cluster = await startWaybill({
-      manifest,
+      ...dataset,
       dist,
       accessLog,
       workers: WORKERS,
@@ -308,6 +307,9 @@ function printRow(r) {
   if (r.baseline) {
     line += ` (baseline build ${fmt(r.baselineRatio, 2)}, ${fmt(r.baseline.rps)} req/s, ${fmt(r.baseline.cpuUsPerRequest)} µs CPU/req)`;
   }
+  if (r.lean) {
+    line += ` | lean ${fmt(r.lean.rps)} req/s ${fmt(r.lean.cpuUsPerRequest)} µs, Waybill ${fmt(r.leanRatio, 2)}× of it`;
+  }
   if (r.costRatio !== undefined) line += ` | cost ×${fmt(r.costRatio, 2)} of ${r.target.costOf}`;
   if (r.serverRssMb !== undefined) line += ` | RSS ${fmt(r.serverRssMb)} MB`;
   if (engine === 'PostgreSQL') line += ` | PostgreSQL ${fmt(w.dbCpuUsPerRequest)} µs/req`;
@@ -316,65 +318,94 @@ function printRow(r) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Ingest through the operator API, and callback deliveries.
+// Ingest through the operator API: each build on its own fresh copy of the dataset, alternately, --rounds times.
 if (scenarios.includes('ingest')) {
-  const waybill = await startWaybill({
-    manifest,
-    dist,
-    accessLog,
-    cpus: '0',
-    label: 'waybill-ingest',
-    env: serverEnv,
-  });
-  try {
-    const r = await runIngest({
-      baseUrl: waybill.url,
-      server: waybill,
-      databaseUrl: manifest.databaseUrl,
-      records: INGEST_RECORDS,
-    });
-    for (const kind of ['messages', 'receipts']) {
-      const k = r[kind];
-      const row = { scenario: `ingest-${kind}`, title: `operator API, ${kind}, batches of 1,000`, ingest: k };
-      rows.push(row);
-      console.log(
-        `${row.scenario.padEnd(16)} ${fmt(k.recordsPerSecond).padStart(7)} records/s  ` +
-          `batch p50 ${fmt(k.p50Ms)} p99 ${fmt(k.p99Ms)} ms  ${fmt(k.cpuMsPer1000, 1)} ms CPU per 1,000`,
-      );
-      if (k.failures > 0) errors.push(`ingest ${kind}: ${k.failures} failed batches`);
+  const builds = [
+    { label: 'waybill', dist },
+    ...(baselineDist ? [{ label: 'baseline', dist: baselineDist }] : []),
+  ];
+  const got = new Map(builds.map((b) => [b.label, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const build of builds) {
+      const copy = await copyDatabase(manifest.databaseUrl, `ingest-${build.label}`);
+      try {
+        const server = await startWaybill({
+          databaseUrl: copy,
+          pepper: manifest.pepper,
+          dist: build.dist,
+          accessLog,
+          cpus: '0',
+          label: `${build.label}-ingest`,
+          cpuProf: opts['cpu-prof'] ? resolve(opts['cpu-prof']) : undefined,
+          // The ingest account has a callback URL: receipts queue deliveries, which nothing sends here.
+          env: { ...serverEnv, WAYBILL_CALLBACK_RELAY: 'off' },
+        });
+        try {
+          got
+            .get(build.label)
+            .push(await runIngest({ server, databaseUrl: copy, records: INGEST_RECORDS, seed: 99 + round }));
+        } finally {
+          await server.stop();
+        }
+      } finally {
+        await dropDatabase(copy);
+      }
     }
-  } finally {
-    await waybill.stop();
+  }
+  const summarizeIngest = (results) => {
+    const of = (key) => median(results.map((r) => r[key]));
+    return {
+      recordsPerSecond: of('recordsPerSecond'),
+      p50Ms: of('p50Ms'),
+      p99Ms: of('p99Ms'),
+      cpuMsPer1000: of('cpuMsPer1000'),
+      dbCpuMsPer1000: of('dbCpuMsPer1000'),
+      rounds: results.map((r) => Math.round(r.recordsPerSecond)),
+    };
+  };
+  for (const kind of ['messages', 'receipts']) {
+    const [k, b] = builds.map((build) => summarizeIngest(got.get(build.label).map((r) => r[kind])));
+    const row = {
+      scenario: `ingest-${kind}`,
+      title: `operator API, ${kind}, batches of 1,000`,
+      ingest: k,
+      ...(b ? { baseline: b } : {}),
+    };
+    rows.push(row);
+    const cost = (x) =>
+      `${fmt(x.cpuMsPer1000, 1)} ms CPU per 1,000` +
+      (engine === 'PostgreSQL' ? ` (PostgreSQL ${fmt(x.dbCpuMsPer1000, 1)})` : '');
+    console.log(
+      `${row.scenario.padEnd(16)} ${fmt(k.recordsPerSecond).padStart(7)} records/s  ` +
+        `batch p50 ${fmt(k.p50Ms)} p99 ${fmt(k.p99Ms)} ms  ${cost(k)}` +
+        (b ? ` | baseline build ${fmt(b.recordsPerSecond)} records/s, ${cost(b)}` : ''),
+    );
+    for (const [label, results] of got) {
+      const failed = results.filter((r) => r[kind].failures > 0);
+      for (const r of failed)
+        errors.push(
+          `ingest ${kind} (${label}): ${r[kind].failures} failed batches, first ${r[kind].firstFailure}`,
+        );
+    }
   }
 }
 
+// Callback deliveries to a local receiver.
 if (scenarios.includes('callbacks')) {
-  const n = QUICK ? 200 : 20_000;
-  const args = [join(benchDir, 'callbacks.mjs'), '--n', String(n), '--json'];
-  if (!QUICK && engine === 'PostgreSQL') args.push('--database-url', manifest.databaseUrl);
-  const out = await new Promise((resolveRun, reject) => {
-    const child = spawn(process.execPath, args, {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, WAYBILL_SERVER_DIST: dist },
+  try {
+    const r = await runCallbacks({
+      n: QUICK ? 200 : 20_000,
+      dist,
+      accessLog: accessLog ? 'on' : 'off',
+      ...(!QUICK && engine === 'PostgreSQL' ? dataset : {}),
     });
-    let text = '';
-    child.stdout.on('data', (d) => {
-      text += d;
-    });
-    child.on('exit', (code) =>
-      code === 0 ? resolveRun(text) : reject(new Error(`callbacks bench exited ${code}`)),
-    );
-  }).catch((error) => {
-    errors.push(String(error.message));
-    return null;
-  });
-  if (out) {
-    const r = JSON.parse(out.trim().split('\n').at(-1));
     rows.push({ scenario: 'callbacks', title: 'callback deliveries to a local receiver', callbacks: r });
     console.log(
       `callbacks        ${fmt(r.deliveriesPerS).padStart(7)} deliveries/s  lag p50 ${r.lagP50Ms} p99 ${r.lagP99Ms} ms  ` +
         `(${r.n} receipts, ${r.repeats} repeats)`,
     );
+  } catch (error) {
+    errors.push(`callbacks: ${error.message}`);
   }
 }
 
@@ -391,7 +422,7 @@ for (const r of rows.filter((x) => x.waybill)) {
       ? `≥ ${t.ratio}×${t.p99Ms ? `, p99 ≤ ${t.p99Ms} ms` : ''}`
       : `cost ≤ ${t.costRatio}× ${t.costOf}: ×${fmt(r.costRatio, 2)}`;
   console.log(
-    `| ${r.title} | ${fmt(r.waybill.rps)} | ${fmt(r.waybill.p50Ms, 2)} | ${fmt(r.waybill.p99Ms, 2)} | ${fmt(r.waybill.cpuUsPerRequest)}${r.baseline ? ` (was ${fmt(r.baseline.cpuUsPerRequest)})` : ''} | ${fmt(r.ceiling.rps)} | **${fmt(r.ratio, 2)}×**${r.baseline ? ` (was ${fmt(r.baselineRatio, 2)}×)` : ''} | ${target} |`,
+    `| ${r.title} | ${fmt(r.waybill.rps)} | ${fmt(r.waybill.p50Ms, 2)} | ${fmt(r.waybill.p99Ms, 2)} | ${fmt(r.waybill.cpuUsPerRequest)}${r.baseline ? ` (was ${fmt(r.baseline.cpuUsPerRequest)})` : ''} | ${fmt(r.ceiling.rps)} | **${fmt(r.ratio, 2)}×**${r.baseline ? ` (was ${fmt(r.baselineRatio, 2)}×)` : ''}${r.lean ? `; ${fmt(r.leanRatio, 2)}× of the lean reference (${fmt(r.lean.rps)} req/s, ${fmt(r.lean.cpuUsPerRequest)} µs)` : ''} | ${target} |`,
   );
 }
 if (opts.json) {

@@ -1,8 +1,8 @@
 // The PostgreSQL side of bench/lib/datagen.mjs: the same dataset, bulk-loaded into the schema the server's
 // migrations made (month partitions of `messages` made by the server's own ensurePartitions, the `message_keys`
-// identity table and its `message_seq` sequence), then VACUUM (ANALYZE). Run it through datagen.mjs:
+// identity table and its `message_seq` sequence), then VACUUM (ANALYZE). Run it through bench/datagen.mjs:
 //
-//   node bench/lib/datagen.mjs --database-url postgres://postgres@127.0.0.1:5432/waybill_bench --recipients 1000000
+//   node bench/datagen.mjs --database-url postgres://postgres@127.0.0.1:5432/waybill_bench --recipients 1000000
 //
 // Rows go in as arrays, INSERT … SELECT FROM unnest(…), in one transaction per connection over four
 // connections (two take alternate message records, one message_keys with the contacts, identities and
@@ -11,13 +11,10 @@
 // of node-pg quoting every element. The indexes and key constraints of messages, message_keys and
 // receipt_events are dropped for the load and rebuilt from their own definitions after it (by sorting, which
 // costs far less than inserting random keys one by one); the other tables keep theirs, foreign keys included.
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
+import { serverModules } from './paths.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const dist = resolve(here, '../../packages/server/dist');
-const { ensurePartitions } = await import(pathToFileURL(join(dist, 'store/postgres/partitions.js')).href);
+const { ensurePartitions } = await serverModules();
 
 /** Records per batch (a batch of each connection is in flight while the next is made). */
 const BATCH = 25_000;
@@ -77,13 +74,28 @@ const joined = (list) => {
   return Buffer.concat(parts.flatMap((column, k) => (k === 0 ? [column.bytes()] : [sep, column.bytes()])));
 };
 
-const columns = (spec) =>
-  Object.fromEntries(
-    Object.entries(spec).map(([name, kind]) => [
-      name,
-      kind === 'n' ? new Column(',', '') : new Column(SEP, NULL_MARK),
-    ]),
-  );
+/**
+ * Columns collected row by row: `spec` names them in row order, a `:n` suffix for numbers (text otherwise).
+ * `row(...values)` adds a row; `take(names)` gives the named columns' bytes, in that order, and starts them over.
+ */
+function table(spec) {
+  const columns = {};
+  for (const entry of spec.split(' ')) {
+    const [name, kind] = entry.split(':');
+    columns[name] = kind === 'n' ? new Column(',', '') : new Column(SEP, NULL_MARK);
+  }
+  const order = Object.values(columns);
+  return {
+    columns,
+    row(...values) {
+      for (let k = 0; k < order.length; k++) order[k].push(values[k]);
+    },
+    take: (names) => names.split(' ').map((name) => columns[name].take()),
+    get rows() {
+      return order[0].count;
+    },
+  };
+}
 
 /** Creates the database of `url` when it does not exist; with `force`, drops it first. */
 async function ensureDatabase(url, force, log) {
@@ -126,143 +138,79 @@ function monthsOf(fromMs, toMs) {
  */
 function pgSink(accountId, { messagesClients, keysClient, eventsClient }) {
   const account = accountId;
-  const messageColumns = () =>
-    columns({
-      seq: 'n',
-      at: 'n',
-      id: 't',
-      channel: 't',
-      direction: 't',
-      contact: 't',
-      user: 't',
-      conversation: 't',
-      campaign: 't',
-      text: 't',
-      content: 't',
-      status: 't',
-      smsStatus: 't',
-      network: 't',
-      price: 'n',
-      counts: 'n',
-      code: 't',
-      errcode: 't',
-      drTime: 'n',
-    });
-  // The records of a batch alternate between the message connections, one share each.
-  const shares = messagesClients.map(() => messageColumns());
-  let m = shares[0];
-  const e = columns({
-    seq: 'n',
-    id: 't',
-    messageId: 't',
-    recipient: 't',
-    recordedAt: 'n',
-    createdAt: 'n',
-    item: 't',
-  });
-  const c = columns({ id: 't' });
-  const i = columns({ channel: 't', user: 't', contact: 't' });
-  const v = columns({ contact: 't', channel: 't', id: 't' });
+  // The records of a batch alternate between the message connections, one share each. A row ends with the SMS
+  // columns in the order the sink's sms() receives them, then counts.
+  const shares = messagesClients.map(() =>
+    table(
+      'seq:n at:n id channel direction contact user conversation campaign text content status ' +
+        'smsStatus network price:n code errcode drTime:n counts:n',
+    ),
+  );
+  const NO_SMS = [null, null, null, null, null, null, null];
   let records = 0;
-  let events = 0;
-  let contacts = 0;
-  let identities = 0;
-  let conversations = 0;
-  const record = (
-    seq,
-    createdAt,
-    id,
-    channel,
-    direction,
-    contactId,
-    user,
-    conv,
-    campaign,
-    text,
-    content,
-    status,
-  ) => {
-    m = shares[records % shares.length];
-    m.seq.push(seq);
-    m.at.push(createdAt);
-    m.id.push(id);
-    m.channel.push(channel);
-    m.direction.push(direction);
-    m.contact.push(contactId);
-    m.user.push(user);
-    m.conversation.push(conv);
-    m.campaign.push(campaign);
-    m.text.push(text);
-    m.content.push(content);
-    m.status.push(status);
-    records++;
-  };
-  const noSms = () => {
-    for (const col of [m.smsStatus, m.network, m.price, m.counts, m.code, m.errcode, m.drTime])
-      col.push(null);
-  };
+  const share = () => shares[records++ % shares.length];
+  const e = table('seq:n id messageId recipient recordedAt:n createdAt:n item');
+  const c = table('id');
+  const i = table('channel user contact');
+  const v = table('contact channel id');
   return {
     events: true,
-    contact(id) {
-      c.id.push(id);
-      contacts++;
-    },
-    identity(channel, user, contactId) {
-      i.channel.push(channel);
-      i.user.push(user);
-      i.contact.push(contactId);
-      identities++;
-    },
-    conversation(contactId, channel, id) {
-      v.contact.push(contactId);
-      v.channel.push(channel);
-      v.id.push(id);
-      conversations++;
-    },
-    sms(
-      seq,
-      createdAt,
-      id,
-      _key,
-      contactId,
-      to,
-      conv,
-      campaign,
-      text,
-      status,
-      network,
-      price,
-      code,
-      errcode,
-      drTime,
-    ) {
-      record(seq, createdAt, id, 'SMS', 'outbound', contactId, to, conv, campaign, text, null, null);
-      m.smsStatus.push(status);
-      m.network.push(network);
-      m.price.push(price);
-      m.counts.push(1);
-      m.code.push(code);
-      m.errcode.push(errcode);
-      m.drTime.push(drTime);
+    contact: (id) => c.row(id),
+    identity: (channel, user, contactId) => i.row(channel, user, contactId),
+    conversation: (contactId, channel, id) => v.row(contactId, channel, id),
+    sms(seq, createdAt, id, _key, contactId, to, conv, campaign, text, ...sms) {
+      share().row(
+        seq,
+        createdAt,
+        id,
+        'SMS',
+        'outbound',
+        contactId,
+        to,
+        conv,
+        campaign,
+        text,
+        null,
+        null,
+        ...sms,
+        1,
+      );
     },
     inbound(seq, createdAt, id, _key, contactId, from, conv, text) {
-      record(seq, createdAt, id, 'SMS', 'inbound', contactId, from, conv, null, text, null, null);
-      noSms();
+      share().row(
+        seq,
+        createdAt,
+        id,
+        'SMS',
+        'inbound',
+        contactId,
+        from,
+        conv,
+        null,
+        text,
+        null,
+        null,
+        ...NO_SMS,
+      );
     },
     chat(seq, createdAt, id, _key, direction, contactId, user, conv, text, content, status) {
-      record(seq, createdAt, id, 'WHATSAPP', direction, contactId, user, conv, null, text, content, status);
-      noSms();
+      const row = [
+        seq,
+        createdAt,
+        id,
+        'WHATSAPP',
+        direction,
+        contactId,
+        user,
+        conv,
+        null,
+        text,
+        content,
+        status,
+      ];
+      share().row(...row, ...NO_SMS);
     },
-    event(seq, id, messageId, recipient, recordedAt, createdAt, item) {
-      e.seq.push(seq);
-      e.id.push(id);
-      e.messageId.push(messageId);
-      e.recipient.push(recipient);
-      e.recordedAt.push(recordedAt);
-      e.createdAt.push(createdAt);
-      e.item.push(item);
-      events++;
-    },
+    event: (...row) => e.row(...row),
     /**
      * Sends the collected rows, one statement per connection (the previous batch must be done); resolves when
      * PostgreSQL has them all.
@@ -270,7 +218,7 @@ function pgSink(accountId, { messagesClients, keysClient, eventsClient }) {
     flush() {
       const sent = [];
       const query = (client, name, text, values) => sent.push(client.query({ name, text, values }));
-      if (events > 0) {
+      if (e.rows > 0) {
         query(
           eventsClient,
           'dg_events',
@@ -281,16 +229,7 @@ function pgSink(accountId, { messagesClients, keysClient, eventsClient }) {
            FROM unnest(${numbers(2, 'bigint')}, ${texts(3)}, ${texts(4)}, ${texts(5)}, ${numbers(6, 'bigint')},
              ${numbers(7, 'bigint')}, ${texts(8)})
              AS u (seq, id, message_id, recipient, recorded_at, created_at, item)`,
-          [
-            account,
-            e.seq.take(),
-            e.id.take(),
-            e.messageId.take(),
-            e.recipient.take(),
-            e.recordedAt.take(),
-            e.createdAt.take(),
-            e.item.take(),
-          ],
+          [account, ...e.take('seq id messageId recipient recordedAt createdAt item')],
         );
       }
       if (records > 0) {
@@ -315,18 +254,14 @@ function pgSink(accountId, { messagesClients, keysClient, eventsClient }) {
              AS u (id, channel_user_id, at, seq)`,
           [
             account,
-            c.id.take(),
-            i.channel.take(),
-            i.user.take(),
-            i.contact.take(),
-            v.contact.take(),
-            v.channel.take(),
-            v.id.take(),
-            ...['id', 'user', 'at', 'seq'].map((name) => joined(shares.map((share) => share[name]))),
+            ...c.take('id'),
+            ...i.take('channel user contact'),
+            ...v.take('contact channel id'),
+            ...['id', 'user', 'at', 'seq'].map((name) => joined(shares.map((share) => share.columns[name]))),
           ],
         );
         shares.forEach((share, k) => {
-          if (share.id.empty) return;
+          if (share.columns.id.empty) return;
           query(
             messagesClients[k],
             'dg_messages',
@@ -344,32 +279,18 @@ function pgSink(accountId, { messagesClients, keysClient, eventsClient }) {
                  content, status, sms_status, network, price, counts, dr_statuscode, dr_errcode, dr_time)`,
             [
               account,
-              share.id.take(),
-              share.user.take(),
-              share.at.take(),
-              share.channel.take(),
-              share.direction.take(),
-              share.contact.take(),
-              share.conversation.take(),
-              share.campaign.take(),
-              share.text.take(),
-              share.content.take(),
-              share.status.take(),
-              share.smsStatus.take(),
-              share.network.take(),
-              share.price.take(),
-              share.counts.take(),
-              share.code.take(),
-              share.errcode.take(),
-              share.drTime.take(),
+              ...share.take(
+                'id user at channel direction contact conversation campaign text content status smsStatus ' +
+                  'network price counts code errcode drTime',
+              ),
             ],
           );
-          share.seq.take();
+          share.take('seq');
         });
-      } else if (contacts + identities + conversations > 0) {
+      } else if (c.rows + i.rows + v.rows > 0) {
         throw new Error('datagen: contacts without records');
       }
-      records = events = contacts = identities = conversations = 0;
+      records = 0;
       const all = Promise.all(sent);
       all.catch(() => {}); // awaited by the caller; a failure must not go unhandled meanwhile
       return all;

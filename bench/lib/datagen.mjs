@@ -1,10 +1,7 @@
-#!/usr/bin/env node
 // Bulk data generator for the load benchmarks: writes a realistic, consistent Waybill dataset straight into the
 // tables (no Store round trips), then reopens it with the server's own store and checks it, and writes the
 // manifest the benchmark harness reads (`<file>.manifest.json`, or bench/.data/pg-<database>.manifest.json).
-//
-//   node bench/lib/datagen.mjs --database-url sqlite:bench/.data/x.db --recipients 1000000 [--seed 42] [--force]
-//   node bench/lib/datagen.mjs --database-url postgres://postgres@127.0.0.1:5432/waybill_bench --recipients 1000000
+// Its command line is bench/datagen.mjs; `npm run bench` calls generate() when a dataset is missing.
 //
 // The schema and the bench account come from the server's code (openStore + migrate, createAccount); the rows
 // are written as the store would write them: ingest sequence per account in ingest order, epoch-ms times, the
@@ -31,20 +28,14 @@
 // in by SQLite's transfer optimization. Then the account's last_message_seq / last_event_seq, WAL mode back on,
 // and the checks. PostgreSQL: see datagen-pg.mjs.
 import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { dirname, resolve } from 'node:path';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
+import { manifestPathFor, serverModules } from './paths.mjs';
+import { mulberry32 } from './random.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const dist = resolve(here, '../../packages/server/dist');
-const fromDist = (path) => import(pathToFileURL(join(dist, path)).href);
-const { loadConfig } = await fromDist('config.js');
-const { openStore } = await fromDist('store/open.js');
-const { createAccount } = await fromDist('operations/accounts.js');
-const { drStatusOf, toDlrItem } = await fromDist('domain/wire.js');
-const { comparePositions } = await fromDist('domain/records.js');
+const { loadConfig, openStore, createAccount, drStatusOf, toDlrItem, comparePositions } =
+  await serverModules();
 
 export const BENCH = { key: 'BENCHKEY', secret: 'BENCHSEC', pepper: 'bench-pepper-0123456789' };
 
@@ -63,25 +54,19 @@ const SAMPLE_IDS = 10_000;
 const SAMPLE_MISSING = 1000;
 const SAMPLE_CONVERSATIONS = 1000;
 
-// ---------------------------------------------------------------------------------------------------------
-// Deterministic randomness: mulberry32, 32 bits a call.
-function mulberry32(seed) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
-  };
-}
-
 const HEX1 = '0123456789abcdef';
 const HEX2 = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 const hex8 = (u) => HEX2[u >>> 24] + HEX2[(u >>> 16) & 255] + HEX2[(u >>> 8) & 255] + HEX2[u & 255];
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const PAD2 = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'));
 const PAD3 = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
+
+/** `n` Crockford base-32 characters from the bits of `u`, lowest first. */
+function base32(u, n) {
+  let s = '';
+  for (let k = 0; k < n * 5; k += 5) s += CROCKFORD[(u >>> k) & 31];
+  return s;
+}
 
 /**
  * Random-looking ids from a 32-bit source: UUIDv4 for message ids; UUIDv7 for contacts and conversations, as
@@ -116,28 +101,7 @@ function idMaker(u32) {
       lastTime = '';
       for (let i = 0, t = ms; i < 10; i++, t = Math.floor(t / 32)) lastTime = CROCKFORD[t % 32] + lastTime;
     }
-    const a = u32();
-    const b = u32();
-    const c = u32();
-    return (
-      lastTime +
-      CROCKFORD[a & 31] +
-      CROCKFORD[(a >>> 5) & 31] +
-      CROCKFORD[(a >>> 10) & 31] +
-      CROCKFORD[(a >>> 15) & 31] +
-      CROCKFORD[(a >>> 20) & 31] +
-      CROCKFORD[(a >>> 25) & 31] +
-      CROCKFORD[b & 31] +
-      CROCKFORD[(b >>> 5) & 31] +
-      CROCKFORD[(b >>> 10) & 31] +
-      CROCKFORD[(b >>> 15) & 31] +
-      CROCKFORD[(b >>> 20) & 31] +
-      CROCKFORD[(b >>> 25) & 31] +
-      CROCKFORD[c & 31] +
-      CROCKFORD[(c >>> 5) & 31] +
-      CROCKFORD[(c >>> 10) & 31] +
-      CROCKFORD[(c >>> 15) & 31]
-    );
+    return lastTime + base32(u32(), 6) + base32(u32(), 6) + base32(u32(), 4);
   };
   return { uuid4, uuid7, ulid };
 }
@@ -334,20 +298,12 @@ export function createDataset({ recipients, seed = 42, longMessages = 100_000, e
    * Records the receipt event of an SMS recipient now in this state; returns its seq. The item is the JSON of
    * toDlrItem, written out directly; the first thousand and every 97th after are compared with the real one.
    */
-  const event = (
-    id,
-    to,
-    createdAt,
-    network,
-    price,
-    code,
-    errcode,
-    drTime,
-    contactId,
-    conversationId,
-    campaign,
-    text,
-  ) => {
+  /**
+   * Records the receipt event of an SMS recipient `r` (its record's fields) now in this state; returns its seq.
+   * The item is the JSON of toDlrItem, written out directly; the first thousand and every 97th after are
+   * compared with the real one.
+   */
+  const event = (r, code, errcode, drTime) => {
     const recordedAt = Math.max(lastRecordedAt, drTime + 200 + int(3000));
     lastRecordedAt = recordedAt;
     if (!sink.events) {
@@ -358,37 +314,32 @@ export function createDataset({ recipients, seed = 42, longMessages = 100_000, e
       return ++eventSeq;
     }
     const item =
-      `{"type":"dlr","messageid":"${id}","to":"${to}","status":"0","price":${price},"counts":1,` +
-      `"network":"${network}","drStatus":${drStatusOf(code)},"drStatuscode":"${code}","drErrcode":"${errcode}",` +
+      `{"type":"dlr","messageid":"${r.id}","to":"${r.to}","status":"0","price":${r.price},"counts":1,` +
+      `"network":"${r.network}","drStatus":${drStatusOf(code)},"drStatuscode":"${code}","drErrcode":"${errcode}",` +
       `"drTime":"${drTimeText(drTime)}"}`;
     if (++eventSeq <= 1000 || eventSeq % 97 === 0) {
-      const sms = {
-        status: '0',
-        network,
-        price,
-        counts: 1,
-        receipt: { drStatuscode: code, drErrcode: errcode, drTime: new Date(drTime) },
-      };
+      const receipt = { drStatuscode: code, drErrcode: errcode, drTime: new Date(drTime) };
+      const sms = { status: '0', network: r.network, price: r.price, counts: 1, receipt };
       // The record as the store holds it after this receipt.
       const record = {
-        id,
+        id: r.id,
         channel: 'SMS',
         direction: 'outbound',
-        contactId,
-        channelUserId: to,
-        conversationId,
-        campaignId: campaign,
-        text,
+        contactId: r.contactId,
+        channelUserId: r.to,
+        conversationId: r.conversationId,
+        campaignId: r.campaignId,
+        text: r.text,
         content: null,
         status: null,
         sms,
-        createdAt: new Date(createdAt),
+        createdAt: new Date(r.createdAt),
       };
       const real = JSON.stringify(toDlrItem(record));
       if (real !== item) throw new Error(`datagen: item ${item} differs from toDlrItem's ${real}`);
       counts.itemChecks++;
     }
-    sink.event(eventSeq, `evt_${ulid(recordedAt)}`, id, to, recordedAt, createdAt, item);
+    sink.event(eventSeq, `evt_${ulid(recordedAt)}`, r.id, r.to, recordedAt, r.createdAt, item);
     return eventSeq;
   };
 
@@ -428,39 +379,24 @@ export function createDataset({ recipients, seed = 42, longMessages = 100_000, e
         while (w >= FINALS[k][0]) w -= FINALS[k++][0];
         const errcodes = FINALS[k][2];
         drTime = at + 2000 + int(60_000);
-        if (chance(0.08)) {
-          lastEvent = event(
-            id,
-            to,
-            at,
-            network,
-            price,
-            'accepted',
-            '0',
-            drTime,
-            contactId,
-            conversationId,
-            campaignId,
-            text,
-          );
-          drTime += 5000 + int(120_000);
-        }
-        code = FINALS[k][1];
-        errcode = errcodes[int(errcodes.length)];
-        lastEvent = event(
+        const recipient = {
           id,
           to,
-          at,
+          createdAt: at,
           network,
           price,
-          code,
-          errcode,
-          drTime,
           contactId,
           conversationId,
           campaignId,
           text,
-        );
+        };
+        if (chance(0.08)) {
+          lastEvent = event(recipient, 'accepted', '0', drTime);
+          drTime += 5000 + int(120_000);
+        }
+        code = FINALS[k][1];
+        errcode = errcodes[int(errcodes.length)];
+        lastEvent = event(recipient, code, errcode, drTime);
       } else {
         const s = int(10);
         status = s < 6 ? '0' : s < 8 ? '1' : '400';
@@ -756,43 +692,14 @@ function sqliteSink(db, accountId, { messages, others }) {
     kind.rows[kind.n++] = row;
   };
   if (messages) {
-    sink.sms = (
-      seq,
-      at,
-      id,
-      key,
-      contactId,
-      to,
-      conv,
-      campaign,
-      text,
-      status,
-      network,
-      price,
-      code,
-      err,
-      drTime,
-    ) =>
-      add(sms, key, [
-        seq,
-        at,
-        id,
-        contactId,
-        to,
-        conv,
-        campaign,
-        text,
-        status,
-        network,
-        price,
-        code,
-        err,
-        drTime,
-      ]);
-    sink.inbound = (seq, at, id, key, contactId, from, conv, text) =>
-      add(inbound, key, [seq, at, id, contactId, from, conv, text]);
-    sink.chat = (seq, at, id, key, direction, contactId, user, conv, text, content, status) =>
-      add(chat, key, [seq, at, id, direction, contactId, user, conv, text, content, status]);
+    // A row is what the sink receives but the sort key, in the order of the kind's INSERT.
+    const adder =
+      (kind) =>
+      (seq, at, id, key, ...rest) =>
+        add(kind, key, [seq, at, id, ...rest]);
+    sink.sms = adder(sms);
+    sink.inbound = adder(inbound);
+    sink.chat = adder(chat);
   } else {
     sink.sms = sink.inbound = sink.chat = noop;
   }
@@ -1145,12 +1052,6 @@ export async function verify(databaseUrl, accountId, summary, { sample = 500, lo
 
 // ---------------------------------------------------------------------------------------------------------
 
-function manifestPathFor(databaseUrl) {
-  if (databaseUrl.startsWith('sqlite:')) return `${sqlitePath(databaseUrl)}.manifest.json`;
-  const db = new URL(databaseUrl).pathname.replace(/^\//, '') || 'postgres';
-  return resolve(here, '..', '.data', `pg-${db}.manifest.json`);
-}
-
 /**
  * Generates the dataset into `databaseUrl` (sqlite:<path> or postgres://…), checks it and writes the manifest.
  * Returns the manifest.
@@ -1230,44 +1131,6 @@ export async function generate({
   return manifest;
 }
 
-async function main() {
-  const { values: opts } = parseArgs({
-    options: {
-      'database-url': { type: 'string' },
-      recipients: { type: 'string', default: '1000000' },
-      seed: { type: 'string', default: '42' },
-      long: { type: 'string', default: '100000' },
-      end: { type: 'string', default: DEFAULT_END },
-      days: { type: 'string', default: '90' },
-      force: { type: 'boolean', default: false },
-    },
-    strict: true,
-  });
-  if (!opts['database-url']) {
-    console.error(
-      'usage: node bench/lib/datagen.mjs --database-url <sqlite:path|postgres://…> --recipients N [--seed 42] ' +
-        '[--long 100000] [--end ISO] [--days 90] [--force]',
-    );
-    process.exit(2);
-  }
-  const manifest = await generate({
-    databaseUrl: opts['database-url'],
-    recipients: Number(opts.recipients),
-    seed: Number(opts.seed),
-    longMessages: Number(opts.long),
-    end: opts.end,
-    days: Number(opts.days),
-    force: opts.force,
-  });
-  console.log(
-    JSON.stringify(
-      { ...manifest, dlrIds: undefined, missingIds: undefined, conversations: undefined },
-      null,
-      2,
-    ),
-  );
-}
-
 if (!isMainThread && workerData?.datagenPart) {
   // The helper thread of loadSqlite.
   try {
@@ -1275,9 +1138,4 @@ if (!isMainThread && workerData?.datagenPart) {
   } catch (error) {
     parentPort.postMessage({ ok: false, error: String(error?.stack ?? error) });
   }
-} else if (isMainThread && process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  main().catch((error) => {
-    console.error(error?.stack ?? String(error));
-    process.exit(1);
-  });
 }

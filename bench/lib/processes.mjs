@@ -1,15 +1,15 @@
 // The processes a benchmark runs: the Waybill server in its production configuration, the bare node:http ceiling,
-// and the load generator, each its own process; plus the CPU accounting read from /proc.
+// and the load generator, each its own process, killed when this one exits.
 import { execFileSync, fork, spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { adminClient } from './admin.mjs';
+import { treeCpuMs, treeRssBytes } from './cpu.mjs';
+import { cliMain, dataDir, repoRoot, serverDist } from './paths.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-export const benchDir = resolve(here, '..');
-export const repoRoot = resolve(benchDir, '..');
-export const dataDir = join(benchDir, '.data');
-export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
+const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 
 const children = new Set();
 process.on('exit', () => {
@@ -83,14 +83,16 @@ async function startListening(label, command, args, env, cpus) {
 }
 
 /**
- * `waybill serve` on a dataset, in the production configuration: the defaults (access log on, info level), with
- * the dataset's pepper, an admin token for the ingest scenarios, and the per-account rate limit off (the
- * benchmark is one account asking as fast as it can; the limit would answer 429). `dist` selects another build
- * (`--server-dist`), to compare two builds side by side.
+ * `waybill serve` on a database, in the production configuration: the defaults (access log on, info level), with
+ * the dataset's pepper, an admin token for the operator API (the server's `admin` client uses it), and the
+ * per-account rate limit off (the benchmark is one account asking as fast as it can; the limit would answer
+ * 429). `dist` selects another build (`--server-dist`, `--baseline-dist`), to compare two builds side by side;
+ * `env` adds or overrides settings.
  */
-export function startWaybill({
-  manifest,
-  dist,
+export async function startWaybill({
+  databaseUrl,
+  pepper,
+  dist = serverDist,
   workers = 1,
   accessLog = true,
   cpus,
@@ -98,20 +100,20 @@ export function startWaybill({
   label,
   cpuProf,
 }) {
-  const mainJs = join(dist, 'cli/main.js');
+  const mainJs = cliMain(dist);
   if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: run npm run build`);
   // --cpu-prof: V8 writes the profile when the server exits (SIGTERM drains and exits).
   const profile = cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${cpuProf}`] : [];
   const args = [...profile, mainJs, 'serve', '--port', '0', '--no-demo'];
   if (workers !== 1) args.push('--workers', String(workers));
-  return startListening(
+  const server = await startListening(
     label ?? 'waybill',
     process.execPath,
     args,
     {
       ...process.env,
-      DATABASE_URL: manifest.databaseUrl,
-      WAYBILL_PEPPER: manifest.pepper,
+      DATABASE_URL: databaseUrl,
+      WAYBILL_PEPPER: pepper,
       WAYBILL_ADMIN_TOKEN: ADMIN_TOKEN,
       WAYBILL_RATE_PER_SECOND: '0',
       WAYBILL_ACCESS_LOG: accessLog ? 'on' : 'off',
@@ -120,6 +122,7 @@ export function startWaybill({
     },
     cpus,
   );
+  return { ...server, admin: adminClient(server.url, ADMIN_TOKEN) };
 }
 
 /** The bare node:http server answering `body` to everything. */
@@ -129,6 +132,20 @@ export function startCeiling({ body, cpus, label = 'ceiling' }) {
     process.execPath,
     [join(here, 'ceiling.mjs')],
     { ...process.env, CEILING_BODY_BASE64: Buffer.from(body).toString('base64') },
+    cpus,
+  );
+}
+
+/**
+ * The lean reference for /dlr (bench/lib/lean.mjs) on a SQLite dataset, with the server's pepper and cache
+ * settings (`env`).
+ */
+export function startLean({ databaseUrl, pepper, cpus, env = {}, label = 'lean' }) {
+  return startListening(
+    label,
+    process.execPath,
+    [join(here, 'lean.mjs')],
+    { ...process.env, LEAN_SQLITE_FILE: databaseUrl.slice('sqlite:'.length), WAYBILL_PEPPER: pepper, ...env },
     cpus,
   );
 }
@@ -154,74 +171,4 @@ export function startLoader({ cpus } = {}) {
       children.delete(child);
     },
   };
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// /proc accounting (Linux). A server with --workers is a cluster primary and its workers: count them all.
-const CLOCK_TICKS = 100; // USER_HZ
-
-function stat(pid) {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return text.slice(text.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return null;
-  }
-}
-
-function descendants(pid) {
-  const all = [pid];
-  const byParent = new Map();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const fields = stat(entry);
-    if (fields) byParent.set(entry, Number(fields[1]));
-  }
-  for (let i = 0; i < all.length; i++) {
-    for (const [child, parent] of byParent) if (parent === all[i]) all.push(Number(child));
-  }
-  return all;
-}
-
-/** User + system CPU (ms) of a process and its descendants. */
-export function treeCpuMs(pid) {
-  let total = 0;
-  for (const p of descendants(pid)) {
-    const f = stat(p);
-    if (f) total += ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS;
-  }
-  return total;
-}
-
-/** Resident memory (bytes) of a process and its descendants. */
-export function treeRssBytes(pid) {
-  let total = 0;
-  for (const p of descendants(pid)) {
-    try {
-      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
-      if (m) total += Number(m[1]) * 1024;
-    } catch {
-      // ended meanwhile
-    }
-  }
-  return total;
-}
-
-/** CPU (ms) of the PostgreSQL backends serving database `db` (their command line names it). */
-export function postgresCpuMs(databaseUrl) {
-  if (!databaseUrl.startsWith('postgres')) return 0;
-  const db = new URL(databaseUrl).pathname.replace(/^\//, '');
-  let total = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(` ${db} `)) {
-        const f = stat(pid);
-        if (f) total += ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS;
-      }
-    } catch {
-      // ended meanwhile
-    }
-  }
-  return total;
 }

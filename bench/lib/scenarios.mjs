@@ -1,26 +1,14 @@
 // The read scenarios of `npm run bench`: for each, the requests the loader sends (many distinct ones, picked at
 // random per request) and what the figures are held against. See docs/benchmarks.md.
+import { pick, random } from './random.mjs';
 
 const basic = (m) => ({ authorization: `Basic ${Buffer.from(`${m.key}:${m.secret}`).toString('base64')}` });
-const pick = (list, rand) => list[Math.floor(rand() * list.length)];
 
 /** A raw HTTP/1.1 GET, as the loader writes it. */
 export function rawGet(path, headers = {}) {
   let text = `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n`;
   for (const [name, value] of Object.entries(headers)) text += `${name}: ${value}\r\n`;
   return `${text}\r\n`;
-}
-
-/** Deterministic randomness (mulberry32), so two runs send the same requests. */
-export function random(seed = 7) {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 async function getJson(baseUrl, path, headers) {
@@ -58,7 +46,7 @@ export const READ_SCENARIOS = {
     async requests(m) {
       const rand = random(11);
       return Array.from({ length: 1000 }, () => {
-        const ids = Array.from({ length: 20 }, () => pick(m.dlrIds, rand));
+        const ids = Array.from({ length: 20 }, () => pick(rand, m.dlrIds));
         return { path: `/messages?messageIds=${ids.map(encodeURIComponent).join(',')}`, headers: basic(m) };
       });
     },

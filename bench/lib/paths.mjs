@@ -1,0 +1,45 @@
+// Where things are: the repository, bench/.data (generated datasets, server logs; git-ignored), and the built
+// server (packages/server/dist). This is the one place the benchmarks name files of the built server: its CLI,
+// which the harness starts as a process, and the modules the data generator calls in process. A file that moves
+// in packages/server/src moves here only.
+import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+export const repoRoot = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+export const benchDir = join(repoRoot, 'bench');
+export const dataDir = join(benchDir, '.data');
+export const serverDist = join(repoRoot, 'packages/server/dist');
+
+/** Where a dataset's manifest is: beside a SQLite file, or in bench/.data for a PostgreSQL database. */
+export function manifestPathFor(databaseUrl) {
+  if (databaseUrl.startsWith('sqlite:'))
+    return `${resolve(databaseUrl.slice('sqlite:'.length))}.manifest.json`;
+  const db = new URL(databaseUrl).pathname.replace(/^\//, '') || 'postgres';
+  return join(dataDir, `pg-${db}.manifest.json`);
+}
+
+/** The `waybill` CLI of a build (`dist`: its packages/server/dist directory). */
+export const cliMain = (dist = serverDist) => join(dist, 'cli/main.js');
+
+const load = (path) => import(pathToFileURL(join(serverDist, path)).href);
+
+/** What the data generator calls in the built server: schema, account, wire items, record order, partitions. */
+export async function serverModules() {
+  const [config, open, accounts, wire, records, partitions] = await Promise.all([
+    load('config.js'),
+    load('store/open.js'),
+    load('operations/accounts.js'),
+    load('domain/wire.js'),
+    load('domain/records.js'),
+    load('store/postgres/partitions.js'),
+  ]);
+  return {
+    loadConfig: config.loadConfig,
+    openStore: open.openStore,
+    createAccount: accounts.createAccount,
+    drStatusOf: wire.drStatusOf,
+    toDlrItem: wire.toDlrItem,
+    comparePositions: records.comparePositions,
+    ensurePartitions: partitions.ensurePartitions,
+  };
+}
