@@ -19,6 +19,7 @@ import { loadMessageBatch, loadReceiptBatch, writeMessagePlan, writeReceiptPlan 
 import { migrate } from './migrations.js';
 import * as outboxOps from './outbox.js';
 import { prepareOutbox } from './outbox.js';
+import { pepperFingerprintCalls } from './pepper-fingerprint.js';
 import { accountFromRow, accountWithSecretFromRow, dlrRecipientFromRow, messageFromRow } from './rows.js';
 import { type HistoryParams, prepareStatements, type Statements } from './statements.js';
 
@@ -131,6 +132,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     async close() {
       if (db.open) db.close();
     },
+    ...pepperFingerprintCalls(db),
 
     async createAccount(account: NewAccount): Promise<Account> {
       try {
