@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { planMessages } from '../../domain/ingest/plan-messages.js';
@@ -15,6 +15,7 @@ import {
   type Store,
 } from '../store.js';
 import { retryingWhileBusy } from './busy.js';
+import { guardingFile } from './file-guard.js';
 import { loadMessageBatch, loadReceiptBatch, writeMessagePlan, writeReceiptPlan } from './ingest.js';
 import { migrate } from './migrations.js';
 import * as outboxOps from './outbox.js';
@@ -62,6 +63,8 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
   const inMemory = options.path === ':memory:';
   if (!inMemory) mkdirSync(dirname(options.path), { recursive: true });
   const db = new Database(options.path, { timeout: 5000 });
+  // The file just opened, to notice it being deleted or replaced under the running store (file-guard.ts).
+  const opened = inMemory ? null : statSync(options.path);
   if (!inMemory) {
     db.pragma('journal_mode = WAL');
     db.pragma(`mmap_size = ${Math.floor(options.cacheMb * 1024 * 1024)}`);
@@ -291,7 +294,8 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
       return prune.immediate(cutoff.getTime());
     },
   };
-  return retryingWhileBusy(store, options.timeoutMs ?? 5000);
+  const retrying = retryingWhileBusy(store, options.timeoutMs ?? 5000);
+  return opened === null ? retrying : guardingFile(retrying, options.path, opened);
 }
 
 function runBatch<T>(apply: () => T): BatchOutcome<T> {
