@@ -130,7 +130,7 @@ export const REFUSED_DESTINATION = 'refused destination';
  * developer testing against a local receiver otherwise learns only that loopback is refused.
  */
 export const refusalMessage = (why: string): string =>
-  `${why}; WAYBILL_CALLBACK_ALLOW_PRIVATE=on allows it (development only)`;
+  `${why}; WAYBILL_CALLBACK_ALLOW_PRIVATE=true allows it (development only)`;
 
 /**
  * Remembers which accounts already had a refused destination logged, so that the relay warns at the first

@@ -375,7 +375,7 @@ describe.each(engines())('$name callback relay', (engine) => {
       expect(d?.lastAttempt?.error).toMatch(reason);
       // The error names the setting that allows the destination.
       expect(d?.lastAttempt?.error).toMatch(
-        /; WAYBILL_CALLBACK_ALLOW_PRIVATE=on allows it \(development only\)$/,
+        /; WAYBILL_CALLBACK_ALLOW_PRIVATE=true allows it \(development only\)$/,
       );
     }
     expect(receiver.received).toHaveLength(0);
