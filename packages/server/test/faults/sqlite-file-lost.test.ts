@@ -10,6 +10,9 @@ import { killAll, type Served, serve } from '../support/processes.js';
  * Instead writes answer 503, /readyz 503, and the log names the path (issue 18).
  */
 
+/** Each test starts several real processes, one after another: seconds each on a busy machine. */
+const PROCESS_TIMEOUT_MS = 60_000;
+
 const ADMIN = 'file-lost-admin-token-0123456789';
 let root: string;
 beforeAll(() => {
@@ -52,23 +55,31 @@ async function expectUnavailable(server: Served, file: string, how: string): Pro
 }
 
 describe('the SQLite file lost under a running server', () => {
-  it('answers 503 once the file is deleted, and /readyz says so', async () => {
-    const { server, dir, file } = await start('deleted');
-    expect((await createAccount(server)).status).toBe(201);
-    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+  it(
+    'answers 503 once the file is deleted, and /readyz says so',
+    async () => {
+      const { server, dir, file } = await start('deleted');
+      expect((await createAccount(server)).status).toBe(201);
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
 
-    rmSync(dir, { recursive: true });
-    await expectUnavailable(server, file, 'was deleted');
-    await server.stop();
-  });
+      rmSync(dir, { recursive: true });
+      await expectUnavailable(server, file, 'was deleted');
+      await server.stop();
+    },
+    PROCESS_TIMEOUT_MS,
+  );
 
-  it('answers 503 once the file is replaced by another', async () => {
-    const { server, file } = await start('replaced');
-    expect((await createAccount(server)).status).toBe(201);
+  it(
+    'answers 503 once the file is replaced by another',
+    async () => {
+      const { server, file } = await start('replaced');
+      expect((await createAccount(server)).status).toBe(201);
 
-    copyFileSync(file, `${file}.copy`);
-    renameSync(`${file}.copy`, file);
-    await expectUnavailable(server, file, 'was replaced by another file');
-    await server.stop();
-  });
+      copyFileSync(file, `${file}.copy`);
+      renameSync(`${file}.copy`, file);
+      await expectUnavailable(server, file, 'was replaced by another file');
+      await server.stop();
+    },
+    PROCESS_TIMEOUT_MS,
+  );
 });
