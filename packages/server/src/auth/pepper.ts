@@ -3,6 +3,7 @@ import { chmodSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'n
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Config } from '../config.js';
+import { openSecret } from '../domain/secret-box.js';
 import type { PepperFingerprint, Store } from '../store/store.js';
 
 export interface Pepper {
@@ -45,18 +46,19 @@ export class PepperRefusedError extends Error {
  * that has neither accounts nor a fingerprint. The first start records the pepper's fingerprint, and every later
  * one, from any host or directory, must bring the same pepper: another one would silently turn every key's
  * secret, every cursor and every sealed callback secret invalid. A database from before fingerprints gets the
- * fingerprint of the pepper it is started with.
+ * fingerprint of the pepper it is started with, once that pepper is shown to open its accounts' sealed callback
+ * secrets (AES-GCM: the wrong key fails authentication), so a stray pepper is not recorded in its place.
  */
 export async function resolvePepper(
   config: Pick<Config, 'pepper' | 'databaseUrl'>,
-  store: Pick<Store, 'pepperFingerprint' | 'claimPepperFingerprint' | 'hasAccounts'>,
+  store: Pick<Store, 'pepperFingerprint' | 'claimPepperFingerprint' | 'hasAccounts' | 'sealedCallbackSecret'>,
   now: Date = new Date(),
 ): Promise<Pepper> {
   const file = config.pepper === null ? pepperPath(config.databaseUrl) : null;
   let found = config.pepper !== null ? Buffer.from(config.pepper, 'utf8') : file && readPepperFile(file);
   let generated = false;
+  const expected = await store.pepperFingerprint();
   if (!found) {
-    const expected = await store.pepperFingerprint();
     if (expected !== null || (await store.hasAccounts())) {
       const given = `no server pepper was given (WAYBILL_PEPPER is unset and there is no pepper file ${file})`;
       throw new PepperRefusedError(
@@ -75,18 +77,36 @@ export async function resolvePepper(
         ? `a pepper generated in memory on host ${hostname()}`
         : `the pepper file ${file} on host ${hostname()}`;
   const candidate: PepperFingerprint = { fingerprint: pepperFingerprint(found), origin, recordedAt: now };
+  const ours = config.pepper !== null ? 'WAYBILL_PEPPER' : `the pepper file ${file}`;
+  if (expected === null && !generated) {
+    const sample = await store.sealedCallbackSecret();
+    if (sample !== null && !opens(found, sample)) {
+      throw new PepperRefusedError(
+        `the server pepper of ${ours} (fingerprint ${candidate.fingerprint}) does not open the callback secrets of this database's accounts, so they were created with another pepper: set WAYBILL_PEPPER to that one or copy its pepper file to ${pepperPath(config.databaseUrl)} (docs/operations.md)`,
+      );
+    }
+  }
   const recorded = await store.claimPepperFingerprint(candidate);
   if (recorded.fingerprint !== candidate.fingerprint) {
     // Only a start that raced another one on an empty database gets here with a file it generated: it lost, and
     // its pepper must not linger to be picked up later.
     if (generated && file !== null) unlinkSync(file);
-    const ours = config.pepper !== null ? 'WAYBILL_PEPPER' : `the pepper file ${file}`;
     throw new PepperRefusedError(
       `the server pepper of ${ours} (fingerprint ${candidate.fingerprint}) is not the one this database was set up with, ${described(recorded)}: ${fix(recorded, config)}`,
     );
   }
   const isOurs = recorded.origin === origin && recorded.recordedAt.getTime() === now.getTime();
   return { value: found, file, generated, recorded: isOurs };
+}
+
+/** True when `sealed` opens under `pepper`: AES-GCM refuses a wrong key. */
+function opens(pepper: Buffer, sealed: string): boolean {
+  try {
+    openSecret(pepper, sealed);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 const described = (expected: PepperFingerprint) =>

@@ -143,6 +143,8 @@ export interface Store {
   pepperFingerprint(): Promise<PepperFingerprint | null>;
   /** Records `candidate` unless a fingerprint is recorded already, and returns the recorded one (first wins). */
   claimPepperFingerprint(candidate: PepperFingerprint): Promise<PepperFingerprint>;
+  /** One sealed callback secret of any account, or null: it tells whether a pepper is the accounts' own. */
+  sealedCallbackSecret(): Promise<string | null>;
 
   /** True once any account exists (a fresh database gets the demo data). */
   hasAccounts(): Promise<boolean>;

@@ -117,6 +117,9 @@ describe('the pepper fingerprint on SQLite', () => {
       expect(line).toContain('this database already holds accounts');
       expect(line).toContain('set WAYBILL_PEPPER to it or copy its pepper file to');
       expect(existsSync(join(dir, 'upgrade', 'waybill.pepper'))).toBe(false);
+      // Nor with a pepper that is not theirs: it would be recorded in place of theirs.
+      const stray = refusal(await startOnce({ ...env, WAYBILL_PEPPER: SECOND }));
+      expect(stray).toContain("does not open the callback secrets of this database's accounts");
 
       const upgraded = await serve([], { ...env, WAYBILL_PEPPER: FIRST });
       expect(upgraded.output()).toContain('recorded the fingerprint of the server pepper');

@@ -86,11 +86,16 @@ describe.each(engines())('$name pepper fingerprint', (engine) => {
     expect(existsSync(elsewhere.file)).toBe(false);
   });
 
-  it('refuses to generate a pepper for accounts from before fingerprints, and records the one they use', async () => {
+  it('refuses to generate a pepper for accounts from before fingerprints, and records only the one they use', async () => {
     await createAccount(store, Buffer.from(FIRST), { name: 'Before fingerprints' }, NOW);
     const noPepper = fromFile();
     await expect(resolvePepper(noPepper, store)).rejects.toThrow('this database already holds accounts');
     expect(existsSync(noPepper.file)).toBe(false);
+    expect(await store.pepperFingerprint()).toBeNull();
+    // A stray pepper is not recorded in place of theirs: it cannot open their sealed callback secrets.
+    await expect(resolvePepper(fromEnv(SECOND), store)).rejects.toThrow(
+      `the server pepper of WAYBILL_PEPPER (fingerprint ${pepperFingerprint(Buffer.from(SECOND))}) does not open the callback secrets of this database's accounts`,
+    );
     expect(await store.pepperFingerprint()).toBeNull();
 
     expect(await resolvePepper(fromEnv(FIRST), store, NOW)).toMatchObject({ recorded: true });

@@ -13,10 +13,13 @@ const fromRow = (row: FingerprintRow): PepperFingerprint => ({
   recordedAt: row.recorded_at,
 });
 
-/** The store calls that read and record the pepper fingerprint (the one-row table of migration 3). */
+/**
+ * The store calls that read and record the pepper fingerprint (the one-row table of migration 3), and the sample
+ * that tests a pepper against accounts from before it.
+ */
 export function pepperFingerprintCalls(
   pool: pg.Pool,
-): Pick<Store, 'pepperFingerprint' | 'claimPepperFingerprint'> {
+): Pick<Store, 'pepperFingerprint' | 'claimPepperFingerprint' | 'sealedCallbackSecret'> {
   const read = async () =>
     (
       await pool.query<FingerprintRow>(
@@ -27,6 +30,12 @@ export function pepperFingerprintCalls(
     async pepperFingerprint() {
       const row = await read();
       return row ? fromRow(row) : null;
+    },
+    async sealedCallbackSecret() {
+      const result = await pool.query<{ callback_secret: string }>(
+        "SELECT callback_secret FROM accounts WHERE callback_secret LIKE 'sealed:%' LIMIT 1",
+      );
+      return result.rows[0]?.callback_secret ?? null;
     },
     async claimPepperFingerprint(candidate) {
       // The insert either writes the row or finds the one a concurrent start committed first, which then wins.

@@ -14,6 +14,7 @@ const UNCHECKED: ReadonlySet<string> = new Set<keyof Store>([
   'getAccountByKey',
   'getCallbackSecrets',
   'pepperFingerprint',
+  'sealedCallbackSecret',
   'findDlr',
   'findMessagesByIds',
   'resolveContact',
