@@ -271,3 +271,62 @@ function parseTrustProxy(raw: string | undefined): boolean | number | string[] {
 
 /** proxy-addr's names for well-known ranges. */
 const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/**
+ * WAYBILL_* names that are no server setting but are read by other parts of Waybill: the client commands
+ * (WAYBILL_URL, WAYBILL_KEY, WAYBILL_SECRET), the `--workers` supervisor (WAYBILL_WORKER_INDEX), the callback
+ * receiver examples (docs/callbacks.md), the benchmarks, and the tests (any WAYBILL_TEST_*). A shell that sets
+ * them for those must not be warned about them.
+ */
+const OTHER_WAYBILL_NAMES: ReadonlySet<string> = new Set([
+  'WAYBILL_URL',
+  'WAYBILL_KEY',
+  'WAYBILL_SECRET',
+  'WAYBILL_WORKER_INDEX',
+  'WAYBILL_CALLBACK_SECRET',
+  'WAYBILL_CALLBACK_SECRET_OLD',
+  'WAYBILL_SERVER_DIST',
+]);
+
+/** A `WAYBILL_*` variable no part of Waybill reads, with the known name it most likely meant. */
+export interface UnknownVariable {
+  name: string;
+  closest: string;
+}
+
+/**
+ * Every `WAYBILL_*` variable of `env` that no part of Waybill reads, each with the closest known name: a typo
+ * such as WAYBILL_ADMN_TOKEN would otherwise start the server quietly without the setting. A name is also
+ * compared without its prefix, so WAYBILL_PORT points at PORT.
+ */
+export function unknownVariables(env: Source): UnknownVariable[] {
+  const settings = Object.values(ENV_NAMES);
+  const known = new Set([...settings, ...OTHER_WAYBILL_NAMES]);
+  const unknown: UnknownVariable[] = [];
+  for (const name of Object.keys(env).sort()) {
+    if (!name.startsWith('WAYBILL_') || known.has(name) || name.startsWith('WAYBILL_TEST_')) continue;
+    const bare = name.slice('WAYBILL_'.length);
+    let closest = settings[0] as string;
+    let best = Number.POSITIVE_INFINITY;
+    for (const candidate of settings) {
+      const distance = Math.min(editDistance(name, candidate), editDistance(bare, candidate));
+      if (distance < best) [closest, best] = [candidate, distance];
+    }
+    unknown.push({ name, closest });
+  }
+  return unknown;
+}
+
+/** Levenshtein distance (insertions, deletions, substitutions), two rows at a time. */
+export function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current[j] = Math.min(substitution, (previous[j] as number) + 1, (current[j - 1] as number) + 1);
+    }
+    previous = current;
+  }
+  return previous[b.length] as number;
+}

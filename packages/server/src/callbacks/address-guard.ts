@@ -121,3 +121,29 @@ export function refusedReason(ip: string): string | null {
   }
   return judge(v6, IPV6);
 }
+
+/** How every refusal starts, in the attempt's `error` (the deliveries API shows it) and in the log. */
+export const REFUSED_DESTINATION = 'refused destination';
+
+/**
+ * The refusal as the attempt records it: the destination and why, and the setting that allows it, since a
+ * developer testing against a local receiver otherwise learns only that loopback is refused.
+ */
+export const refusalMessage = (why: string): string =>
+  `${why}; WAYBILL_CALLBACK_ALLOW_PRIVATE=true allows it (development only)`;
+
+/**
+ * Remembers which accounts already had a refused destination logged, so that the relay warns at the first
+ * refusal of each account (a developer's local callback URL says so at once, not when the delivery dies after
+ * its retries), once per account per process, not at every attempt.
+ */
+export class RefusalWarnings {
+  readonly #warned = new Set<string>();
+
+  /** True the first time `error` is a refusal for `accountId`. */
+  first(accountId: string, error: string | null): boolean {
+    if (error === null || !error.startsWith(REFUSED_DESTINATION) || this.#warned.has(accountId)) return false;
+    this.#warned.add(accountId);
+    return true;
+  }
+}

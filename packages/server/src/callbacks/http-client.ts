@@ -1,7 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction, type Socket } from 'node:net';
 import { Agent, buildConnector } from 'undici';
-import { refusedReason } from './address-guard.js';
+import { refusalMessage, refusedReason } from './address-guard.js';
 
 /**
  * The one HTTP client callbacks are sent through (CONTRACT §9): POST only, no redirects followed, one deadline
@@ -216,9 +216,9 @@ const CODES: Record<string, string> = {
 
 /** A short, secret-free description of why no answer came. */
 function describe(error: unknown): string {
-  if (error instanceof RefusedDestinationError) return error.message;
+  if (error instanceof RefusedDestinationError) return refusalMessage(error.message);
   const e = error as { code?: string; message?: string; cause?: unknown };
-  if (e?.cause instanceof RefusedDestinationError) return e.cause.message;
+  if (e?.cause instanceof RefusedDestinationError) return refusalMessage(e.cause.message);
   const code = e?.code ?? '';
   const known = CODES[code];
   if (known) return `${known} (${code})`;

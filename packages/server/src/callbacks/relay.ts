@@ -6,6 +6,7 @@ import type { CallbackSecrets } from '../domain/records.js';
 import { openSecret } from '../domain/secret-box.js';
 import type { Metrics } from '../http/metrics.js';
 import type { AttemptOutcome, ClaimedDelivery, Store } from '../store/store.js';
+import { RefusalWarnings } from './address-guard.js';
 import { CallbackHttpClient, CallbackRequestError, type CallbackResponse } from './http-client.js';
 
 /**
@@ -104,6 +105,7 @@ export class Relay {
   readonly #abort = new AbortController();
   /** Opened secrets by their sealed form (opening one costs a key derivation). */
   readonly #secrets = new Map<string, string>();
+  readonly #refusals = new RefusalWarnings();
 
   #loop: Promise<void> | null = null;
   #stopping = false;
@@ -418,6 +420,9 @@ export class Relay {
       durationMs,
       ...(outcome.next.state === 'pending' ? { nextAttemptAt: outcome.next.at.toISOString() } : {}),
     };
+    if (this.#refusals.first(claim.accountId, outcome.attempt.error)) {
+      this.#log.warn(fields, 'callback destination refused (logged once per account until restart)');
+    }
     if (label === 'dead' || label === 'gone') {
       this.#log.warn(
         fields,

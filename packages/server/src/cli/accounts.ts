@@ -116,7 +116,7 @@ export async function accountsCommand(args: string[]): Promise<number> {
     try {
       const created = await createAccount(
         store,
-        pepper.value,
+        (await pepper()).value,
         {
           name: values.name,
           ipWhitelist,
@@ -156,7 +156,7 @@ export async function accountsCommand(args: string[]): Promise<number> {
         print({ deleted: account.id });
         return EXIT.ok;
       }
-      const rotated = await rotateSecret(store, pepper.value, account.id);
+      const rotated = await rotateSecret(store, (await pepper()).value, account.id);
       if (!rotated) return EXIT.apiError;
       print({ ...rotated.account, secret: rotated.secret });
       return EXIT.ok;

@@ -2,14 +2,16 @@ import cluster from 'node:cluster';
 import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
 import type { FastifyInstance } from 'fastify';
-import { resolvePepper } from '../auth/pepper.js';
-import { loadConfig } from '../config.js';
+import { pepperFingerprint } from '../auth/pepper.js';
+import { type Config, loadConfig, unknownVariables } from '../config.js';
 import { secretMatches } from '../domain/credentials.js';
 import { drainConnections } from '../http/drain.js';
 import { sealLegacyCallbackSecrets } from '../operations/accounts.js';
 import { DEMO_ACCOUNT, demoBanner, loadDemoData } from '../operations/demo-data.js';
 import { composeService } from '../service.js';
 import { openStore } from '../store/open.js';
+import type { Store } from '../store/store.js';
+import { checkedPepper } from './database.js';
 import { configFlags, configSource, EXIT, StartupError } from './options.js';
 import { runsRelay, superviseWorkers, workerCount, workerIndex } from './workers.js';
 
@@ -31,12 +33,12 @@ export async function serveCommand(args: string[]): Promise<number> {
   if (cluster.isPrimary) await probeAddress(config.host, config.port);
   if (workers > 1 && cluster.isPrimary)
     return superviseAfterPreparing(config, workers, values['no-demo'] === true);
-  const pepper = resolvePepper(config);
   const store = openStore(config);
-  const migrated = await store.migrate();
+  const { migrated, pepper } = await prepareStore(store, config);
   const service = await composeService({ config, store, pepper: pepper.value, relay: runsRelay(config) });
   const { app, relay, limits } = service;
 
+  if ((workerIndex() ?? 0) === 0) logSettingsWorthKnowing(app, config);
   if (migrated.length > 0) {
     app.log.info({ migrations: migrated.map((m) => `${m.version} ${m.name}`) }, 'applied schema migrations');
   }
@@ -48,6 +50,12 @@ export async function serveCommand(args: string[]): Promise<number> {
     app.log.warn(
       { file: pepper.file },
       'generated a server pepper; several instances on one database must share one through WAYBILL_PEPPER',
+    );
+  }
+  if (pepper.recorded) {
+    app.log.info(
+      { fingerprint: pepperFingerprint(pepper.value) },
+      'recorded the fingerprint of the server pepper in the database: a start with another pepper is refused',
     );
   }
   if (!values['no-demo'] && (await loadDemoData(store, pepper.value, new Date()))) {
@@ -96,18 +104,50 @@ export async function serveCommand(args: string[]): Promise<number> {
   }
   const demo = (workerIndex() ?? 0) === 0 ? await store.getAccountByKey(DEMO_ACCOUNT.key) : null;
   if (demo) {
-    // The well-known secret is advertised only while it works: a changed secret or pepper makes it fail.
+    // The well-known secret is advertised only while it works: a rotated secret makes it fail.
     if (secretMatches(pepper.value, DEMO_ACCOUNT.secret, demo.secretHash)) {
       const url = new URL(address);
       if (url.hostname === '0.0.0.0' || url.hostname === '[::]') url.hostname = '127.0.0.1';
       process.stdout.write(demoBanner(url.origin));
     } else {
       process.stdout.write(
-        `\nThe demo account (key ${DEMO_ACCOUNT.key}) no longer takes the demo secret: its secret or the server pepper was changed. Delete it with \`waybill accounts delete ${demo.id}\` if you no longer need it.\n`,
+        `\nThe demo account (key ${DEMO_ACCOUNT.key}) no longer takes the demo secret: its secret was changed. Delete it with \`waybill accounts delete ${demo.id}\` if you no longer need it.\n`,
       );
     }
   }
   return new Promise<number>(() => {});
+}
+
+/**
+ * What an operator could otherwise only find out by a request failing: a `WAYBILL_*` variable that nothing reads
+ * (a typo: the setting it meant is not in effect) and whether the operator API is on. The token is never logged.
+ */
+function logSettingsWorthKnowing(app: FastifyInstance, config: Readonly<Config>): void {
+  for (const { name, closest } of unknownVariables(process.env)) {
+    app.log.warn(
+      { variable: name, closest },
+      `${name} is not a Waybill setting and is ignored: did you mean ${closest}?`,
+    );
+  }
+  if (config.adminToken !== null) {
+    app.log.info({ operatorApi: true }, 'operator API on: /admin/v1 takes the WAYBILL_ADMIN_TOKEN bearer');
+  } else {
+    app.log.info({ operatorApi: false }, 'operator API off: set WAYBILL_ADMIN_TOKEN to enable /admin/v1');
+  }
+}
+
+/**
+ * Migrates, then resolves the pepper against the fingerprint the database keeps (auth/pepper.ts); a refused
+ * pepper closes the store again, so the process can exit with its sentence.
+ */
+async function prepareStore(store: Store, config: Readonly<Config>) {
+  try {
+    const migrated = await store.migrate();
+    return { migrated, pepper: await checkedPepper(config, store) };
+  } catch (error) {
+    await store.close().catch(() => {});
+    throw error;
+  }
 }
 
 /** How long a shutdown waits for in-flight requests and callback attempts (CONTRACT §11). */
@@ -128,10 +168,9 @@ async function superviseAfterPreparing(
   workers: number,
   noDemo: boolean,
 ): Promise<number> {
-  const pepper = resolvePepper(config);
   const store = openStore(config);
   try {
-    await store.migrate();
+    const { pepper } = await prepareStore(store, config);
     await sealLegacyCallbackSecrets(store, pepper.value);
     if (!noDemo) await loadDemoData(store, pepper.value, new Date());
   } finally {

@@ -101,6 +101,17 @@ export interface DeliveryListQuery {
   limit: number;
 }
 
+/**
+ * What a database remembers of the server pepper its secrets, cursors and sealed callback secrets depend on:
+ * never the pepper, only a keyed hash of it, and where and when it was first used.
+ */
+export interface PepperFingerprint {
+  fingerprint: string;
+  /** Where the pepper came from, e.g. `the pepper file /srv/waybill/data/waybill.pepper on host web1`. */
+  origin: string;
+  recordedAt: Date;
+}
+
 /** One step of the schema, as `migrate()` reports it. */
 export interface AppliedMigration {
   version: number;
@@ -127,6 +138,13 @@ export interface Store {
   /** Resolves when the database answers a trivial query; rejects otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
+
+  /** The fingerprint of the pepper this database was set up with (auth/pepper.ts), or null before the first. */
+  pepperFingerprint(): Promise<PepperFingerprint | null>;
+  /** Records `candidate` unless a fingerprint is recorded already, and returns the recorded one (first wins). */
+  claimPepperFingerprint(candidate: PepperFingerprint): Promise<PepperFingerprint>;
+  /** One sealed callback secret of any account, or null: it tells whether a pepper is the accounts' own. */
+  sealedCallbackSecret(): Promise<string | null>;
 
   /** True once any account exists (a fresh database gets the demo data). */
   hasAccounts(): Promise<boolean>;

@@ -107,26 +107,26 @@ describe('the guarded HTTP client', () => {
     try {
       const before = hits;
       expect(await post(client, `http://127.0.0.1:${port}/hook`)).toBe(
-        'refused destination: 127.0.0.1: loopback (127.0.0.0/8)',
+        'refused destination: 127.0.0.1: loopback (127.0.0.0/8); WAYBILL_CALLBACK_ALLOW_PRIVATE=true allows it (development only)',
       );
       expect(await post(client, `http://localhost:${port}/hook`)).toMatch(
         /^refused destination: localhost resolves to (127\.0\.0\.1|::1): loopback/,
       );
       expect(await post(client, `http://[::1]:${port}/hook`)).toBe(
-        'refused destination: ::1: loopback (::1/128)',
+        'refused destination: ::1: loopback (::1/128); WAYBILL_CALLBACK_ALLOW_PRIVATE=true allows it (development only)',
       );
       expect(await post(client, `http://[::ffff:127.0.0.1]:${port}/hook`)).toMatch(
-        /^refused destination: ::ffff:7f00:1: loopback \(127\.0\.0\.0\/8\) via IPv4-mapped IPv6$/,
+        /^refused destination: ::ffff:7f00:1: loopback \(127\.0\.0\.0\/8\) via IPv4-mapped IPv6;/,
       );
       expect(await post(client, 'http://169.254.169.254/latest/meta-data/')).toBe(
-        'refused destination: 169.254.169.254: cloud metadata (169.254.169.254/32)',
+        'refused destination: 169.254.169.254: cloud metadata (169.254.169.254/32); WAYBILL_CALLBACK_ALLOW_PRIVATE=true allows it (development only)',
       );
       expect(await post(client, 'http://10.0.0.1/hook')).toBe(
-        'refused destination: 10.0.0.1: private (10.0.0.0/8)',
+        'refused destination: 10.0.0.1: private (10.0.0.0/8); WAYBILL_CALLBACK_ALLOW_PRIVATE=true allows it (development only)',
       );
       // https goes through the same hook: refused before any TLS handshake.
       expect(await post(client, `https://127.0.0.1:${port}/hook`)).toBe(
-        'refused destination: 127.0.0.1: loopback (127.0.0.0/8)',
+        'refused destination: 127.0.0.1: loopback (127.0.0.0/8); WAYBILL_CALLBACK_ALLOW_PRIVATE=true allows it (development only)',
       );
       expect(hits).toBe(before);
     } finally {

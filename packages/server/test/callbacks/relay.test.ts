@@ -351,9 +351,9 @@ describe.each(engines())('$name callback relay', (engine) => {
   it('refuses private destinations unless allowed, naming the reason in lastAttempt', async () => {
     const port = receiver.port;
     const targets: [string, RegExp][] = [
-      [`http://127.0.0.1:${port}/hook`, /^refused destination: 127\.0\.0\.1: loopback \(127\.0\.0\.0\/8\)$/],
+      [`http://127.0.0.1:${port}/hook`, /^refused destination: 127\.0\.0\.1: loopback \(127\.0\.0\.0\/8\);/],
       [`http://localhost:${port}/hook`, /^refused destination: localhost resolves to \S+: loopback/],
-      [`http://[::1]:${port}/hook`, /^refused destination: ::1: loopback \(::1\/128\)$/],
+      [`http://[::1]:${port}/hook`, /^refused destination: ::1: loopback \(::1\/128\);/],
       ['http://169.254.169.254/latest/meta-data/', /cloud metadata \(169\.254\.169\.254\/32\)/],
     ];
     const accounts: [CreatedAccount, RegExp][] = [];
@@ -365,17 +365,30 @@ describe.each(engines())('$name callback relay', (engine) => {
     }
     const guarded = startRelay({
       WAYBILL_CALLBACK_ALLOW_PRIVATE: 'false',
-      WAYBILL_CALLBACK_RETRY_SCHEDULE: '60',
+      WAYBILL_CALLBACK_RETRY_SCHEDULE: '0.05,60',
     });
     for (const [acct, reason] of accounts) {
-      await waitFor(async () => (await deliveries(acct))[0]?.attempts === 1, 5000, 'the refused attempt');
+      await waitFor(async () => (await deliveries(acct))[0]?.attempts === 2, 5000, 'the refused attempts');
       const [d] = await deliveries(acct);
       expect(d?.state).toBe('pending');
       expect(d?.lastAttempt?.httpStatus).toBeNull();
       expect(d?.lastAttempt?.error).toMatch(reason);
+      // The error names the setting that allows the destination.
+      expect(d?.lastAttempt?.error).toMatch(
+        /; WAYBILL_CALLBACK_ALLOW_PRIVATE=true allows it \(development only\)$/,
+      );
     }
     expect(receiver.received).toHaveLength(0);
     await guarded.stop();
+    // The first refusal of each account is logged at warn, at once (not when the delivery dies), and only once.
+    const warnings = relayLogs
+      .map((line) => JSON.parse(line) as { level: string; msg: string; accountId: string; error: string })
+      .filter((line) => line.msg.startsWith('callback destination refused'));
+    expect(warnings.map((w) => w.accountId).sort()).toEqual(accounts.map(([a]) => a.id).sort());
+    for (const warning of warnings) {
+      expect(warning.level).toBe('warn');
+      expect(warning.error).toContain('WAYBILL_CALLBACK_ALLOW_PRIVATE');
+    }
 
     // Allowed (development), the same loopback receiver gets it.
     const acct = await account();

@@ -68,8 +68,13 @@ describe('the demo account', () => {
     expect(first.output()).toContain('secret=DEMOSECR');
     await first.stop();
 
-    // Another pepper: DEMOSECR no longer verifies, so the banner must not offer it.
-    const second = await serve([], { ...env, WAYBILL_PEPPER: 'second-pepper-0123456789abcdef' });
+    // A new secret: DEMOSECR no longer verifies, so the banner must not offer it.
+    const rotated = await run(['accounts', 'rotate-secret', 'DEMOKEY1'], {
+      ...env,
+      WAYBILL_PEPPER: 'first-pepper-0123456789abcdef',
+    });
+    expect(rotated.code, rotated.stderr).toBe(0);
+    const second = await serve([], { ...env, WAYBILL_PEPPER: 'first-pepper-0123456789abcdef' });
     await expect.poll(() => second.output()).toContain('no longer takes the demo secret');
     expect(second.output()).not.toContain('DEMOSECR');
     await second.stop();

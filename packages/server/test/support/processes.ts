@@ -25,12 +25,21 @@ const cleanEnv = (env: Record<string, string>) => {
   return { ...base, ...env };
 };
 
-export function run(args: string[], env: Record<string, string> = {}): Promise<Result> {
+/** Where a process runs: `cwd` matters to the PostgreSQL pepper file (./data/waybill.pepper). */
+export interface ProcessOptions {
+  cwd?: string;
+}
+
+export function run(
+  args: string[],
+  env: Record<string, string> = {},
+  options: ProcessOptions = {},
+): Promise<Result> {
   return new Promise((done) => {
     execFile(
       process.execPath,
       [MAIN, ...args],
-      { env: cleanEnv(env), timeout: 30_000 },
+      { env: cleanEnv(env), timeout: 30_000, ...options },
       (error, stdout, stderr) => {
         done({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
       },
@@ -52,9 +61,14 @@ export function killAll(): void {
 }
 
 /** Starts `waybill serve` on a free port and resolves once it listens (and has printed its banner). */
-export function serve(args: string[], env: Record<string, string> = {}): Promise<Served> {
+export function serve(
+  args: string[],
+  env: Record<string, string> = {},
+  options: ProcessOptions = {},
+): Promise<Served> {
   const child = spawn(process.execPath, [MAIN, 'serve', '--port', '0', ...args], {
     env: cleanEnv({ WAYBILL_LOG_LEVEL: 'info', ...env }),
+    ...options,
   });
   children.push(child);
   let output = '';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, ENV_NAMES, editDistance, loadConfig, unknownVariables } from '../../src/config.js';
 
 describe('loadConfig', () => {
   it('has the defaults of CONTRACT §7', () => {
@@ -163,5 +163,45 @@ describe('loadConfig', () => {
 
   it.each(['on', 'true', '1'])('turns the access log on with %s', (v) => {
     expect(loadConfig({ WAYBILL_ACCESS_LOG: v }).accessLog).toBe(true);
+  });
+});
+
+describe('unknownVariables', () => {
+  it('names every WAYBILL_* variable nothing reads, with the setting it most likely meant', () => {
+    expect(
+      unknownVariables({
+        WAYBILL_ADMN_TOKEN: 'abc',
+        WAYBILL_PORT: '9000',
+        WAYBILL_RATE_PER_SECONDS: '5',
+        WAYBILL_ADMIN_TOKEN: 'set',
+      }),
+    ).toStrictEqual([
+      { name: 'WAYBILL_ADMN_TOKEN', closest: 'WAYBILL_ADMIN_TOKEN' },
+      // Compared without the prefix too: the listen port is PORT.
+      { name: 'WAYBILL_PORT', closest: 'PORT' },
+      { name: 'WAYBILL_RATE_PER_SECONDS', closest: 'WAYBILL_RATE_PER_SECOND' },
+    ]);
+  });
+
+  it('leaves alone the variables other parts of Waybill read, the tests, and other programs', () => {
+    expect(
+      unknownVariables({
+        WAYBILL_URL: 'http://x',
+        WAYBILL_KEY: 'k',
+        WAYBILL_SECRET: 's',
+        WAYBILL_WORKER_INDEX: '1',
+        WAYBILL_TEST_POSTGRES_URL: 'postgres://',
+        PATH: '/bin',
+        WAYBILLX: '1',
+        ...Object.fromEntries(Object.values(ENV_NAMES).map((name) => [name, '1'])),
+      }),
+    ).toStrictEqual([]);
+  });
+
+  it('measures edit distance', () => {
+    expect(editDistance('', 'abc')).toBe(3);
+    expect(editDistance('kitten', 'sitting')).toBe(3);
+    expect(editDistance('ADMN', 'ADMIN')).toBe(1);
+    expect(editDistance('same', 'same')).toBe(0);
   });
 });

@@ -226,6 +226,20 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX parked_receipts_age ON parked_receipts (account_id, parked_at);
     `,
   },
+  {
+    version: 3,
+    name: 'pepper fingerprint',
+    sql: `
+      -- One row: a keyed hash of the server pepper (never the pepper) and where it came from, so that a start
+      -- with another pepper is refused instead of silently breaking every secret (auth/pepper.ts).
+      CREATE TABLE pepper_fingerprint (
+        id integer NOT NULL PRIMARY KEY CHECK (id = 1),
+        fingerprint text NOT NULL,
+        origin text NOT NULL,
+        recorded_at timestamptz NOT NULL
+      );
+    `,
+  },
 ];
 
 /**

@@ -10,6 +10,7 @@ import { migrate } from './migrations.js';
 import * as outbox from './outbox.js';
 import { dropParkedBefore } from './parked.js';
 import { ensurePartitions } from './partitions.js';
+import { pepperFingerprintCalls } from './pepper-fingerprint.js';
 import { checkSchemaName, createPool, inTransaction, isUniqueViolation } from './pool.js';
 import { prune } from './prune.js';
 import {
@@ -132,6 +133,7 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
       if (replica !== primary) await replica.end();
       await maintenancePool?.end();
     },
+    ...pepperFingerprintCalls(primary),
 
     async createAccount(account: NewAccount): Promise<Account> {
       try {

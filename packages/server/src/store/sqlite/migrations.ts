@@ -188,6 +188,20 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX parked_receipts_age ON parked_receipts (parked_at);
     `,
   },
+  {
+    version: 3,
+    name: 'pepper fingerprint',
+    sql: `
+      -- One row: a keyed hash of the server pepper (never the pepper) and where it came from, so that a start
+      -- with another pepper is refused instead of silently breaking every secret (auth/pepper.ts).
+      CREATE TABLE pepper_fingerprint (
+        id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+        fingerprint TEXT NOT NULL,
+        origin TEXT NOT NULL,
+        recorded_at INTEGER NOT NULL
+      ) STRICT;
+    `,
+  },
 ];
 
 /**

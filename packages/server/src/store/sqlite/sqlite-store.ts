@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { planMessages } from '../../domain/ingest/plan-messages.js';
@@ -15,10 +15,12 @@ import {
   type Store,
 } from '../store.js';
 import { retryingWhileBusy } from './busy.js';
+import { guardingFile } from './file-guard.js';
 import { loadMessageBatch, loadReceiptBatch, writeMessagePlan, writeReceiptPlan } from './ingest.js';
 import { migrate } from './migrations.js';
 import * as outboxOps from './outbox.js';
 import { prepareOutbox } from './outbox.js';
+import { pepperFingerprintCalls } from './pepper-fingerprint.js';
 import { accountFromRow, accountWithSecretFromRow, dlrRecipientFromRow, messageFromRow } from './rows.js';
 import { type HistoryParams, prepareStatements, type Statements } from './statements.js';
 
@@ -61,6 +63,8 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
   const inMemory = options.path === ':memory:';
   if (!inMemory) mkdirSync(dirname(options.path), { recursive: true });
   const db = new Database(options.path, { timeout: 5000 });
+  // The file just opened, to notice it being deleted or replaced under the running store (file-guard.ts).
+  const opened = inMemory ? null : statSync(options.path);
   if (!inMemory) {
     db.pragma('journal_mode = WAL');
     db.pragma(`mmap_size = ${Math.floor(options.cacheMb * 1024 * 1024)}`);
@@ -131,6 +135,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     async close() {
       if (db.open) db.close();
     },
+    ...pepperFingerprintCalls(db),
 
     async createAccount(account: NewAccount): Promise<Account> {
       try {
@@ -289,7 +294,8 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
       return prune.immediate(cutoff.getTime());
     },
   };
-  return retryingWhileBusy(store, options.timeoutMs ?? 5000);
+  const retrying = retryingWhileBusy(store, options.timeoutMs ?? 5000);
+  return opened === null ? retrying : guardingFile(retrying, options.path, opened);
 }
 
 function runBatch<T>(apply: () => T): BatchOutcome<T> {
