@@ -78,7 +78,7 @@ const ESM_INTERMEDIATE_NOTIFICATION = 0x20;
  * notification. Everything else (a mobile-originated message, SME acknowledgements) is not one.
  */
 export function isReceiptEsmClass(esmClass: number): boolean {
-  if (!Number.isInteger(esmClass)) return false;
+  if (!Number.isInteger(esmClass) || esmClass < 0 || esmClass > 0xff) return false;
   const type = esmClass & ESM_TYPE_MASK;
   return type === ESM_SMSC_DELIVERY_RECEIPT || type === ESM_INTERMEDIATE_NOTIFICATION;
 }
