@@ -136,6 +136,15 @@ describe("a route's errorMap", () => {
     ).toBe('12');
   });
 
+  it('matches an SMPP command status by its name or a 0x key, never by a bare decimal', () => {
+    const status = carrierErrorFromCommandStatus('ESME_RINVDSTADR');
+    expect(mapCarrierError(status, 'rejected', { '11': '8' })).toBe('3');
+    expect(mapCarrierError(status, 'rejected', { '0x0000000B': '8' })).toBe('8');
+    expect(
+      mapCarrierError(carrierErrorFromCommandStatus('0x0000000b'), 'rejected', { esme_rinvdstadr: '12' }),
+    ).toBe('12');
+  });
+
   it('skips entries whose value is not a spec code', () => {
     expect(mapCarrierError(carrierErrorFromText('027'), 'failed', { '027': '9' })).toBe('2');
     expect(mapCarrierError(carrierErrorFromText('027'), 'failed', { '027': 'absent' })).toBe('2');

@@ -185,8 +185,8 @@ const isDrErrcode = (value: string): value is DrErrcode => Object.hasOwn(DR_ERRC
 
 /**
  * The route's `errorMap` entry for this error: the key as sent first (case and outer spaces ignored), then any
- * key naming the same number (`"1"`, `"001"` and `"0x01"` are one error). An entry whose value is not a spec
- * code is skipped.
+ * key naming the same number (`"1"`, `"001"` and `"0x01"` are one error; an SMPP command status matches only its
+ * name or a `0x` key). An entry whose value is not a spec code is skipped.
  */
 export function errorMapEntry(errorMap: ErrorMap | undefined, error: CarrierError): DrErrcode | null {
   if (!errorMap) return null;
@@ -198,7 +198,18 @@ export function errorMapEntry(errorMap: ErrorMap | undefined, error: CarrierErro
   const exact = entries.find(([key]) => key.trim().toLowerCase() === wanted);
   if (exact) return exact[1];
   if (error.code === null) return null;
-  return entries.find(([key]) => readErrorNumber(key) === error.code)?.[1] ?? null;
+  const numberOf = error.family === 'smpp-status' ? commandStatusNumber : readErrorNumber;
+  return entries.find(([key]) => numberOf(key) === error.code)?.[1] ?? null;
+}
+
+/**
+ * A key naming an SMPP command status: its name, or a `0x` number. A bare decimal key is left to the carrier's
+ * own error numbers, so `"11"` (MAP teleserviceNotProvisioned) never catches `ESME_RINVDSTADR` (0x0B).
+ */
+function commandStatusNumber(key: string): number | null {
+  const name = SMPP_STATUS_BY_NAME.get(key.trim().toUpperCase());
+  if (name !== undefined) return name;
+  return /^\s*0x/i.test(key) ? readErrorNumber(key) : null;
 }
 
 /** The default table's answer for this error, if it has one. */
