@@ -109,10 +109,24 @@ const junk = fc
 
 const FIELDS = Object.keys(KEY_WORDS) as Field[];
 
+/** The message's first characters: anything, colons and key-like words included (they stay text). */
+const messageText = fc.oneof(
+  fc.string({ unit: 'grapheme', minLength: 1, maxLength: 40 }),
+  fc
+    .array(
+      fc.constantFrom('id:9', ' stat:FAKE', ':', 'Text:', ' ', 'code: 1234', ' done date:2611221000', 'é'),
+      {
+        minLength: 1,
+        maxLength: 8,
+      },
+    )
+    .map((parts) => parts.join('')),
+);
+
 const generatedReceipt = fc
   .record({
     fields: fc.shuffledSubarray(FIELDS),
-    text: fc.option(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 40 }), { nil: undefined }),
+    text: fc.option(messageText, { nil: undefined }),
     textKey: fc.tuple(randomCase('text'), fc.constantFrom('', ' ', '\t'), fc.constantFrom('', ' ', '  ')),
     prefix: fc.option(junk, { nil: undefined }),
   })
