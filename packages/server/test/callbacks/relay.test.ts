@@ -112,8 +112,8 @@ describe.each(engines())('$name callback relay', (engine) => {
     expect(res.statusCode, res.body).toBe(200);
     return res.json() as Delivery;
   };
-  const settled = (acct: CreatedAccount, what = 'every delivery to settle') =>
-    waitFor(async () => (await deliveries(acct, '?state=pending')).length === 0, 8000, what);
+  const settled = (acct: CreatedAccount, timeoutMs = 8000, what = 'every delivery to settle') =>
+    waitFor(async () => (await deliveries(acct, '?state=pending')).length === 0, timeoutMs, what);
 
   it('POSTs the /dlr item as recorded, signed (Standard Webhooks), with the contract headers', async () => {
     const acct = await account();
@@ -305,13 +305,65 @@ describe.each(engines())('$name callback relay', (engine) => {
     expect(superseded.length).toBeGreaterThan(0);
   });
 
+  it('never sends a delivery superseded while the relay held its claim (slow receiver, claims run ahead)', async () => {
+    // Each receiver answer takes a second, so the relay holds many claimed `accepted` deliveries behind the 8
+    // in flight; the `delivered` receipts supersede them while they wait.
+    receiver.answer = () => ({ status: 200, delayMs: 1000 });
+    const acct = await account();
+    const ids = Array.from({ length: 40 }, (_, i) => `m-${i}`);
+    await sms(acct, ids);
+    startRelay({ WAYBILL_CALLBACK_TIMEOUT_MS: '5000' });
+    expect(
+      (
+        await receipts(
+          acct,
+          ids.map((id) => dr(id, 'accepted')),
+        )
+      ).json(),
+    ).toMatchObject({ applied: 40 });
+    await new Promise((done) => setTimeout(done, 200));
+    expect(
+      (
+        await receipts(
+          acct,
+          ids.map((id) => dr(id, 'delivered')),
+        )
+      ).json(),
+    ).toMatchObject({
+      applied: 40,
+    });
+    const bodyOf = (r: { body: string }) => JSON.parse(r.body) as { messageid: string; drStatuscode: string };
+    await waitFor(
+      () => receiver.received.filter((r) => bodyOf(r).drStatuscode === 'delivered').length >= 40,
+      25_000,
+      'every delivered state',
+    );
+    await settled(acct);
+    // Every message's delivered state arrived; of the accepted ones only those already in flight went out.
+    const items = receiver.received.map((r) => ({
+      id: r.headers['webhook-id'],
+      ...bodyOf(r),
+    }));
+    const delivered = items.filter((i) => i.drStatuscode === 'delivered');
+    expect(delivered.map((i) => i.messageid).sort()).toEqual([...ids].sort());
+    const accepted = items.filter((i) => i.drStatuscode === 'accepted');
+    expect(accepted.length).toBeLessThanOrEqual(8);
+    // All 40 accepted deliveries are superseded, even those whose attempt was under way (and answered 200);
+    // none of the others was ever attempted.
+    const superseded = await deliveries(acct, '?state=superseded&limit=100');
+    expect(superseded).toHaveLength(40);
+    const sent = new Set(accepted.map((i) => i.id));
+    for (const d of superseded) expect(d.attempts, d.id).toBe(sent.has(d.id) ? 1 : 0);
+    expect(await deliveries(acct, '?state=delivered&limit=100')).toHaveLength(40);
+  }, 40_000);
+
   it('turns an account’s callbacks off on 410 Gone, and queues nothing new', async () => {
     receiver.answer = () => ({ status: 410 });
     const acct = await account();
     await sms(acct, ['m-1', 'm-2']);
     startRelay();
     await receipts(acct, [dr('m-1', 'delivered')]);
-    await settled(acct, 'the 410');
+    await settled(acct, 8000, 'the 410');
     expect(receiver.received).toHaveLength(1);
     const [d] = await deliveries(acct);
     expect(d).toMatchObject({ state: 'dead', attempts: 1 });

@@ -201,7 +201,7 @@ describe.each(engines())('$name store: callback deliveries', (engine) => {
     expect(JSON.parse(newer?.body ?? '').drStatuscode).toBe('delivered');
   });
 
-  it('marks a superseded delivery delivered when its in-flight attempt succeeded', async () => {
+  it('keeps a delivery superseded during its attempt superseded, even when the attempt succeeded', async () => {
     const a = await accountWithSms(store(), ['m-1']);
     await ingestReceipts(store(), a, [receipt('m-1', 'accepted', at(1))]);
     const [old] = await store().claimDeliveries(request());
@@ -210,7 +210,32 @@ describe.each(engines())('$name store: callback deliveries', (engine) => {
       attempt: attempt(204),
       next: { state: 'delivered' },
     });
-    expect((await store().getDelivery(a, old?.id ?? ''))?.state).toBe('delivered');
+    const detail = await store().getDelivery(a, old?.id ?? '');
+    expect(detail).toMatchObject({ state: 'superseded', attempts: 1, nextAttemptAt: null });
+    // The attempt is on record: the operator sees what was sent.
+    expect(detail?.attemptLog.map((x) => x.httpStatus)).toStrictEqual([204]);
+    expect((await store().listDeliveries(a, { state: 'delivered', limit: 10 })).length).toBe(0);
+  });
+
+  it('rechecks held claims: one superseded meanwhile may not be sent and is handed back', async () => {
+    const a = await accountWithSms(store(), ['m-1', 'm-2']);
+    await ingestReceipts(store(), a, [receipt('m-1', 'accepted', at(1)), receipt('m-2', 'accepted', at(1))]);
+    const held = await store().claimDeliveries(request());
+    expect(held).toHaveLength(2);
+    await ingestReceipts(store(), a, [receipt('m-1', 'delivered', at(2))]);
+    const sendable = await store().recheckClaims(held);
+    const m2 = held.find((c) => JSON.parse(c.body).messageid === 'm-2');
+    expect(sendable.map((c) => c.id)).toStrictEqual([m2?.id]);
+    // The superseded one lost its lease, so the newer delivery of m-1 is claimable at once.
+    const [newer] = await store().claimDeliveries(request({ now: at(11) }));
+    expect(JSON.parse(newer?.body ?? '')).toMatchObject({ messageid: 'm-1', drStatuscode: 'delivered' });
+    const old = await store().getDelivery(a, held.find((c) => c !== m2)?.id ?? '');
+    expect(old).toMatchObject({ state: 'superseded', attempts: 0, lastAttempt: null });
+    // A claim whose lease another relay holds now is not sendable either.
+    expect(
+      await store().recheckClaims([{ ...(m2 as ClaimedDelivery), lease: 'someone-else' }]),
+    ).toStrictEqual([]);
+    expect(await store().recheckClaims([])).toStrictEqual([]);
   });
 
   it('keeps to the per-account limit, counting attempts already in flight', async () => {

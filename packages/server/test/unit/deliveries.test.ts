@@ -6,8 +6,8 @@ import {
   DEFAULT_RETRY_SCHEDULE,
   nextAttemptDelayMs,
   parseRetryAfter,
-  signWebhook,
-} from '../../src/domain/deliveries/delivery.js';
+} from '../../src/domain/deliveries/schedule.js';
+import { signWebhook } from '../../src/domain/deliveries/signing.js';
 import { openSecret, sealSecret } from '../../src/domain/secret-box.js';
 
 describe('the retry schedule', () => {
