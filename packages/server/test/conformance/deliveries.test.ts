@@ -155,6 +155,38 @@ describe.each(engines())('$name store: callback deliveries', (engine) => {
     expect((await store().claimDeliveries(request())).map((c) => c.id)).toHaveLength(1);
   });
 
+  it('looks past a paused backlog for the next due delivery, however long the backlog', async () => {
+    const ids = Array.from({ length: 300 }, (_, i) => `m-${i}`);
+    const off = await accountWithSms(store(), ids);
+    await ingestReceipts(
+      store(),
+      off,
+      ids.map((m) => receipt(m, 'delivered', at(1))),
+    );
+    await store().updateAccount(off, { callbackEnabled: false });
+    // Queued later than the whole paused backlog, and due later.
+    const on = await accountWithSms(store(), ['m-1']);
+    expect((await store().ingestReceipts(on, [receipt('m-1', 'delivered', at(1))], at(5))).ok).toBe(true);
+    expect(await store().nextDeliveryDue()).toStrictEqual(at(5));
+  });
+
+  it('does not take a delivery waiting on its recipient’s attempt in flight for due', async () => {
+    const a = await accountWithSms(store(), ['m-1']);
+    await ingestReceipts(store(), a, [receipt('m-1', 'accepted', at(1))]);
+    const leaseUntil = new Date(Date.now() + 60_000);
+    const [old] = await store().claimDeliveries(request({ now: new Date(), leaseUntil }));
+    expect(old).toBeDefined();
+    // The newer delivery of the recipient is past due, but cannot be claimed before the old attempt ends.
+    await ingestReceipts(store(), a, [receipt('m-1', 'delivered', at(2))]);
+    expect(await store().claimDeliveries(request({ now: new Date() }))).toStrictEqual([]);
+    expect(await store().nextDeliveryDue()).toStrictEqual(leaseUntil);
+    await store().finishAttempt(old as ClaimedDelivery, {
+      attempt: attempt(200),
+      next: { state: 'delivered' },
+    });
+    expect(await store().nextDeliveryDue()).toStrictEqual(NOW);
+  });
+
   it('supersedes an older pending delivery of the same recipient, and not another recipient', async () => {
     const { id: a } = await store().createAccount(newAccount({ callbackUrl: URL }));
     await ingest(store(), a, [sms('m-1', TO), sms('m-1', TO2)]);
