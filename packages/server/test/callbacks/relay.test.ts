@@ -383,6 +383,46 @@ describe.each(engines())('$name callback relay', (engine) => {
     expect((feed.json() as { receipts: unknown[] }).receipts).toHaveLength(2);
   });
 
+  it('after a 410 and a re-enable, a backfill sends the latest state of each recipient once', async () => {
+    const since = new Date(Date.now() - 1000).toISOString();
+    receiver.answer = (_r, i) => (i === 0 ? { status: 410 } : { status: 200 });
+    const acct = await account();
+    await sms(acct, ['m-1', 'm-2', 'm-3']);
+    startRelay();
+    await receipts(acct, [dr('m-1', 'delivered')]);
+    await settled(acct, 8000, 'the 410');
+    expect((await h.admin('GET', `/admin/v1/accounts/${acct.id}`)).json()).toMatchObject({
+      callbackEnabled: false,
+    });
+    // While off: events are recorded, nothing is queued or sent.
+    await receipts(acct, [dr('m-1', 'failed'), dr('m-2', 'accepted'), dr('m-3', 'delivered')]);
+    await receipts(acct, [dr('m-2', 'delivered')]);
+    const backfill = () =>
+      poked(h.admin('POST', `/admin/v1/accounts/${acct.id}/deliveries/backfill`, { since }));
+    expect((await backfill()).statusCode).toBe(409);
+
+    expect(
+      (await h.admin('PATCH', `/admin/v1/accounts/${acct.id}`, { callbackEnabled: true })).statusCode,
+    ).toBe(200);
+    const res = await backfill();
+    expect(res.statusCode, res.body).toBe(202);
+    expect(res.json()).toStrictEqual({ queued: 3 });
+    await waitFor(() => receiver.received.length === 4, 5000, 'the backfilled deliveries');
+    await settled(acct);
+    const sent = receiver.received.slice(1).map((r) => {
+      const item = JSON.parse(r.body) as { messageid: string; drStatuscode: string };
+      return `${item.messageid} ${item.drStatuscode}`;
+    });
+    expect(sent.sort()).toStrictEqual(['m-1 failed', 'm-2 delivered', 'm-3 delivered']);
+    expect((await backfill()).json()).toStrictEqual({ queued: 0 });
+    await new Promise((done) => setTimeout(done, 300));
+    expect(receiver.received).toHaveLength(4);
+    // The 410's delivery stays dead: the backfill sent its recipient's newer state instead.
+    expect((await deliveries(acct, '?state=dead')).map((d) => d.payload.drStatuscode)).toStrictEqual([
+      'delivered',
+    ]);
+  });
+
   it('waits at least as long as a Retry-After asks (capped at the schedule’s longest delay)', async () => {
     receiver.answer = (_r, i) =>
       i === 0 ? { status: 429, headers: { 'retry-after': '1' } } : { status: 200 };

@@ -354,6 +354,64 @@ describe.each(engines())('$name store: callback deliveries', (engine) => {
     ]);
   });
 
+  it('backfills the latest event of each recipient with one since, unless already pending or delivered', async () => {
+    const a = await accountWithSms(store(), ['m-1', 'm-2', 'm-3']);
+    await ingestReceipts(store(), a, [receipt('m-1', 'accepted', at(1)), receipt('m-3', 'delivered', at(1))]);
+    // m-3's delivery is answered 410 (dead, callbacks off); m-1's is handed back untried (pending, paused).
+    for (const c of await store().claimDeliveries(request())) {
+      if (JSON.parse(c.body).messageid === 'm-3') {
+        await store().finishAttempt(c, {
+          attempt: attempt(410),
+          next: { state: 'dead', disableAccount: true },
+        });
+      } else {
+        await store().releaseClaim(c);
+      }
+    }
+    expect((await store().getAccount(a))?.callbackEnabled).toBe(false);
+    const off = await store().ingestReceipts(
+      a,
+      [receipt('m-1', 'delivered', at(2)), receipt('m-2', 'delivered', at(2))],
+      at(10),
+    );
+    expect(off.ok).toBe(true);
+    expect(await store().backfillDeliveries(a, at(5), at(20))).toBe('callbacks-off');
+
+    await store().updateAccount(a, { callbackEnabled: true });
+    // Since at(5): m-1 and m-2, whose latest events have no delivery; m-1's older pending one is superseded.
+    expect(await store().backfillDeliveries(a, at(5), at(20))).toBe(2);
+    const states = async () =>
+      (await store().listDeliveries(a, { limit: 10 })).map((d) => [
+        d.seq,
+        d.messageId,
+        d.state,
+        d.nextAttemptAt,
+      ]);
+    expect(await states()).toStrictEqual([
+      [4, 'm-2', 'pending', at(20)],
+      [3, 'm-1', 'pending', at(20)],
+      [2, 'm-3', 'dead', null],
+      [1, 'm-1', 'superseded', null],
+    ]);
+    const events = await store().listReceiptEvents(a, 0, 10);
+    const [queued] = await store().listDeliveries(a, { limit: 1 });
+    expect(queued).toMatchObject({
+      id: events[3]?.id,
+      attempts: 0,
+      createdAt: at(20),
+      payload: events[3]?.item,
+    });
+    // From the start: m-3's latest event has a dead delivery, which goes out again; the rest is pending.
+    expect(await store().backfillDeliveries(a, NOW, at(30))).toBe(1);
+    expect((await states())[2]).toStrictEqual([2, 'm-3', 'pending', at(30)]);
+    expect(await store().backfillDeliveries(a, NOW, at(40))).toBe(0);
+    expect(await store().backfillDeliveries(a, at(3600), at(40))).toBe(0);
+    // What was queued is claimed like any delivery.
+    const claimed = await store().claimDeliveries(request({ now: at(50), leaseUntil: at(90) }));
+    expect(claimed.map((c) => JSON.parse(c.body).messageid).sort()).toStrictEqual(['m-1', 'm-2', 'm-3']);
+    expect(await store().backfillDeliveries('00000000-0000-4000-8000-000000000000', NOW, at(40))).toBeNull();
+  });
+
   it('lists deliveries newest first, by state, in pages, and never another account’s', async () => {
     const a = await accountWithSms(store(), ['m-1', 'm-2', 'm-3']);
     const b = await accountWithSms(store(), ['m-1']);
