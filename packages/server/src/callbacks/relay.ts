@@ -383,7 +383,12 @@ export class Relay {
   #launch(claim: ClaimedDelivery, sendable?: Promise<ReadonlySet<string>>): void {
     this.#inFlight.set(claim.accountId, (this.#inFlight.get(claim.accountId) ?? 0) + 1);
     const attempt = sendable
-      ? sendable.then((ids) => (ids.has(claim.id) ? this.#attempt(claim) : null))
+      ? sendable.then(async (ids) => {
+          if (!ids.has(claim.id)) return null;
+          // Stopping began while it was checked: it goes back untried, like everything else held.
+          if (this.#stopping) return this.#release([claim]).then(() => null);
+          return this.#attempt(claim);
+        })
       : this.#attempt(claim);
     const task = attempt
       .catch((error: unknown) => {

@@ -205,7 +205,11 @@ export interface Store {
   finishAttempt(claim: ClaimedDelivery, outcome: AttemptOutcome): Promise<void>;
   /** Gives a claimed delivery back untried (shutdown): it is due again at once. */
   releaseClaim(claim: ClaimedDelivery): Promise<void>;
-  /** When the earliest pending delivery falls due (or a lease expires), or null when none is pending. */
+  /**
+   * When the relay should look for due deliveries again (domain/deliveries/claim-policy.ts nextDue): the earliest
+   * due time among the pending deliveries of accounts with callbacks on, a delivery held up by a lease (its own,
+   * or its recipient's attempt in flight) counting from that lease's end; null when none is pending.
+   */
   nextDeliveryDue(): Promise<Date | null>;
   /** The account's deliveries, newest first. */
   listDeliveries(accountId: string, query: DeliveryListQuery): Promise<Delivery[]>;

@@ -33,10 +33,12 @@ export interface ClaimLimits {
 }
 
 /**
- * How many of an account's oldest due deliveries an engine loads for one claim: its whole share, and as many again
- * for those whose recipient turns out to have an attempt in flight (each of which holds a slot of the account).
+ * How many of an account's oldest due, unleased deliveries an engine loads for one claim: its whole share. Those
+ * whose recipient turns out to have an attempt in flight are at most as many as the account's live leases, and
+ * each of those already holds a slot of that share (the relay's own, counted in `inFlight`), so the rest still
+ * fills the room left.
  */
-export const candidateWindow = (perAccount: number): number => 2 * perAccount;
+export const candidateWindow = (perAccount: number): number => perAccount;
 
 /**
  * How many of each account's earliest pending deliveries {@link nextDue} looks at. Those held up (leased, or their

@@ -15,7 +15,7 @@ import {
   type DeliveryState,
 } from '../../domain/deliveries/delivery.js';
 import type { ReceiptEvent } from '../../domain/deliveries/events.js';
-import { maySend, settleAttempt } from '../../domain/deliveries/finish.js';
+import { maySend, type StoredClaim, settleAttempt } from '../../domain/deliveries/finish.js';
 import { redeliverableDead, redeliveryRefusal } from '../../domain/deliveries/redeliver.js';
 import type { ClaimedDelivery, ClaimRequest, DeliveryListQuery } from '../store.js';
 import { inTransaction } from './pool.js';
@@ -251,15 +251,16 @@ export async function recheck(
   return sendable;
 }
 
-/** How often a finish reads the delivery again after its state changed between the read and the write. */
+/** How often a finish tries again after the delivery's state changed under it. */
 const FINISH_TRIES = 3;
 
 /**
- * Records an attempt as finish.ts settles it on the stored delivery: the state is read, the rule applied, and
- * the write made only if the state is still the one read (ingest may supersede the delivery in between; then it
- * is read again). The write is one statement, so it needs no transaction: the delivery's new state (only if the
- * lease is still ours), its attempt log entry, and turning the account's callbacks off after a 410. The delivery
- * row is locked before the account row, the order ingest takes them in too.
+ * Records an attempt as finish.ts settles it on the stored delivery. The rule is applied to the state the write
+ * expects (pending, as claimed, first; then the state read back), and the write is made only if that is still
+ * the stored state: ingest may supersede the delivery at any moment, and then the rule is applied again to what
+ * is there. So the common case is one statement, needing no transaction: the delivery's new state (only if the
+ * lease is still ours), its attempt log entry, and turning the account's callbacks off after a 410. The
+ * delivery row is locked before the account row, the order ingest takes them in too.
  */
 export async function finish(
   pool: pg.Pool,
@@ -267,8 +268,10 @@ export async function finish(
   outcome: AttemptOutcome,
 ): Promise<void> {
   const { attempt } = outcome;
+  const key = `${claimed.accountId}\u0000${claimed.id}`;
+  let stored: StoredClaim | undefined = { state: 'pending', lease: claimed.lease };
   for (let tries = 0; tries < FINISH_TRIES; tries++) {
-    const stored = (await claimStates(pool, [claimed])).get(`${claimed.accountId}\u0000${claimed.id}`);
+    if (tries > 0) stored = (await claimStates(pool, [claimed])).get(key);
     const settled = settleAttempt(stored ?? null, claimed.lease, outcome);
     if (!stored || !settled) return;
     const result = await pool.query<{ n: number }>({
