@@ -1,6 +1,6 @@
 /** Environment (and CLI flags) → one frozen, typed configuration. CONTRACT §7 is the reference. */
 
-import { DEFAULT_RETRY_SCHEDULE } from './domain/deliveries/delivery.js';
+import { DEFAULT_RETRY_SCHEDULE } from './domain/deliveries/schedule.js';
 import { allowlistEntryProblem } from './domain/ip-allowlist.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';

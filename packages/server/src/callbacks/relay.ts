@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Config } from '../config.js';
-import { nextAttemptDelayMs, parseRetryAfter, signWebhook } from '../domain/deliveries/delivery.js';
-import type { CallbackSecrets } from '../domain/records.js';
+import { type AttemptOutcome, attemptOutcome, outcomeLabel } from '../domain/deliveries/attempt-outcome.js';
+import { parkedCutoff } from '../domain/deliveries/parking.js';
+import { signingSecrets, signWebhook } from '../domain/deliveries/signing.js';
 import { openSecret } from '../domain/secret-box.js';
 import type { Metrics } from '../http/metrics.js';
-import type { AttemptOutcome, ClaimedDelivery, Store } from '../store/store.js';
+import type { ClaimedDelivery, Store } from '../store/store.js';
 import { RefusalWarnings } from './address-guard.js';
 import { CallbackHttpClient, CallbackRequestError, type CallbackResponse } from './http-client.js';
 
@@ -81,6 +82,12 @@ const LEASE_MARGIN_MS = 5000;
 /** After the stop deadline, how long aborted attempts get to hand their deliveries back. */
 const RELEASE_GRACE_MS = 2000;
 
+interface Held {
+  claim: ClaimedDelivery;
+  leaseUntil: number;
+  fresh: boolean;
+}
+
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms).unref());
 
 export class Relay {
@@ -96,8 +103,12 @@ export class Relay {
   /** Attempts in flight by account, and in all. */
   readonly #inFlight = new Map<string, number>();
   readonly #running = new Set<Promise<void>>();
-  /** Claimed, not started yet (oldest due first), and their count by account. */
-  readonly #held: { claim: ClaimedDelivery; leaseUntil: number }[] = [];
+  /**
+   * Claimed, not started yet (oldest due first), and their count by account. `fresh` while the claim that took
+   * it is the store's latest word on it: anything held longer is checked again before it is sent (finish.ts
+   * maySend), as ingest may have superseded it meanwhile.
+   */
+  readonly #held: Held[] = [];
   readonly #heldByAccount = new Map<string, number>();
   /** Hand-backs under way (awaited by stop). */
   readonly #chores = new Set<Promise<void>>();
@@ -204,6 +215,7 @@ export class Relay {
               ? Math.min(2 * asked, PREFETCH * this.#config.callbackConcurrency)
               : Math.max(this.#config.callbackEndpointConcurrency, 2 * claimed.length);
           this.#dispatch();
+          for (const held of this.#held) held.fresh = false;
         }
         backoff = MIN_BACKOFF_MS;
         // A full claim: more may be due, so go again as soon as there is room. Otherwise nothing else is
@@ -238,37 +250,66 @@ export class Relay {
   }
 
   #hold(claim: ClaimedDelivery, leaseUntil: number): void {
-    this.#held.push({ claim, leaseUntil });
+    this.#held.push({ claim, leaseUntil, fresh: true });
     this.#heldByAccount.set(claim.accountId, (this.#heldByAccount.get(claim.accountId) ?? 0) + 1);
   }
 
-  #unhold(index: number): ClaimedDelivery {
+  #unhold(index: number): Held {
     const [held] = this.#held.splice(index, 1);
     if (!held) throw new Error('no such held delivery');
     const n = (this.#heldByAccount.get(held.claim.accountId) ?? 1) - 1;
     if (n > 0) this.#heldByAccount.set(held.claim.accountId, n);
     else this.#heldByAccount.delete(held.claim.accountId);
-    return held.claim;
+    return held;
   }
 
-  /** Starts held deliveries, oldest first, while there are free slots (in all and for their account). */
+  /**
+   * Starts held deliveries, oldest first, while there are free slots (in all and for their account). Those held
+   * since an earlier claim are first checked again, together in one store call: each takes its slot at once,
+   * and is sent only if it may still be (a delivery superseded while it was held is never sent).
+   */
   #dispatch(): void {
     if (this.#stopping) return;
     const concurrency = this.#config.callbackConcurrency;
     const perAccount = this.#config.callbackEndpointConcurrency;
     const now = this.#clock();
+    const stale: ClaimedDelivery[] = [];
     for (let i = 0; i < this.#held.length && this.#running.size < concurrency; ) {
-      const held = this.#held[i] as { claim: ClaimedDelivery; leaseUntil: number };
+      const held = this.#held[i] as Held;
       if (now + this.#config.callbackTimeoutMs + LEASE_MARGIN_MS > held.leaseUntil) {
         // Held too long to finish within its lease: give it back rather than risk two relays on it.
-        this.#chore(this.#release([this.#unhold(i)]));
+        this.#chore(this.#release([this.#unhold(i).claim]));
         continue;
       }
       if ((this.#inFlight.get(held.claim.accountId) ?? 0) >= perAccount) {
         i++;
         continue;
       }
-      this.#launch(this.#unhold(i));
+      const { claim, fresh } = this.#unhold(i);
+      if (fresh) this.#launch(claim);
+      else stale.push(claim);
+    }
+    if (stale.length === 0) return;
+    const sendable = this.#recheck(stale);
+    for (const claim of stale) this.#launch(claim, sendable);
+  }
+
+  /** The ids of those claims that may still be sent; the store has handed the others back. Never rejects. */
+  async #recheck(claims: readonly ClaimedDelivery[]): Promise<ReadonlySet<string>> {
+    try {
+      const sendable = new Set((await this.#store.recheckClaims(claims)).map((c) => c.id));
+      if (sendable.size < claims.length) {
+        this.#log.debug(
+          { notSent: claims.filter((c) => !sendable.has(c.id)).map((c) => c.id) },
+          'held callback deliveries superseded meanwhile: not sent',
+        );
+      }
+      return sendable;
+    } catch (error) {
+      // Unknown whether they may be sent: send none, hand them back (or their leases run out).
+      this.#log.error({ err: errorSummary(error) }, 'callback relay: could not check held deliveries again');
+      await this.#release(claims);
+      return new Set();
     }
   }
 
@@ -276,7 +317,7 @@ export class Relay {
   #dropHeld(accountId: string): void {
     const dropped: ClaimedDelivery[] = [];
     for (let i = this.#held.length - 1; i >= 0; i--) {
-      if (this.#held[i]?.claim.accountId === accountId) dropped.push(this.#unhold(i));
+      if (this.#held[i]?.claim.accountId === accountId) dropped.push(this.#unhold(i).claim);
     }
     if (dropped.length > 0) this.#chore(this.#release(dropped.reverse()));
   }
@@ -322,9 +363,7 @@ export class Relay {
     if (now < this.#nextSweep) return;
     this.#nextSweep = now + PARK_SWEEP_MS;
     try {
-      const dropped = await this.#store.dropParkedBefore(
-        new Date(now - this.#config.receiptParkSeconds * 1000),
-      );
+      const dropped = await this.#store.dropParkedBefore(parkedCutoff(now, this.#config.receiptParkSeconds));
       if (dropped > 0) this.#log.info({ dropped }, 'dropped expired parked receipts');
     } catch (error) {
       this.#log.warn({ err: errorSummary(error) }, 'could not drop expired parked receipts');
@@ -342,9 +381,18 @@ export class Relay {
     }
   }
 
-  #launch(claim: ClaimedDelivery): void {
+  /** Takes an attempt slot for `claim` and makes the attempt, once `sendable` (if given) lists it. */
+  #launch(claim: ClaimedDelivery, sendable?: Promise<ReadonlySet<string>>): void {
     this.#inFlight.set(claim.accountId, (this.#inFlight.get(claim.accountId) ?? 0) + 1);
-    const task = this.#attempt(claim)
+    const attempt = sendable
+      ? sendable.then(async (ids) => {
+          if (!ids.has(claim.id)) return null;
+          // Stopping began while it was checked: it goes back untried, like everything else held.
+          if (this.#stopping) return this.#release([claim]).then(() => null);
+          return this.#attempt(claim);
+        })
+      : this.#attempt(claim);
+    const task = attempt
       .catch((error: unknown) => {
         this.#log.error({ err: errorSummary(error), deliveryId: claim.id }, 'callback attempt failed');
         return null;
@@ -397,7 +445,19 @@ export class Relay {
     }
     const durationMs = Math.max(0, Math.round(performance.now() - startedHr));
     const finished = new Date(this.#clock());
-    const outcome = this.#outcome(claim, response, error, new Date(started), durationMs, finished);
+    const outcome: AttemptOutcome = attemptOutcome(
+      {
+        status: response?.status ?? null,
+        retryAfter: response?.retryAfter,
+        error,
+        at: new Date(started),
+        durationMs,
+        now: finished,
+      },
+      claim.attempts,
+      this.#config.callbackRetrySchedule,
+      this.#random(),
+    );
     try {
       await this.#store.finishAttempt(claim, outcome);
     } catch (caught) {
@@ -444,25 +504,12 @@ export class Relay {
       'webhook-id': claim.id,
       'webhook-timestamp': String(timestamp),
       'webhook-signature': signWebhook(
-        this.#signingSecrets(claim.secrets, now),
+        signingSecrets(claim.secrets, now).map((sealed) => this.#open(sealed)),
         claim.id,
         timestamp,
         claim.body,
       ),
     };
-  }
-
-  /** The current secret, and the previous one while its grace period lasts. */
-  #signingSecrets(secrets: CallbackSecrets, now: number): string[] {
-    const list = [this.#open(secrets.current)];
-    if (
-      secrets.previous !== null &&
-      secrets.previousUntil !== null &&
-      now < secrets.previousUntil.getTime()
-    ) {
-      list.push(this.#open(secrets.previous));
-    }
-    return list;
   }
 
   #open(sealed: string): string {
@@ -480,56 +527,6 @@ export class Relay {
     }
     return clear;
   }
-
-  #outcome(
-    claim: ClaimedDelivery,
-    response: CallbackResponse | null,
-    error: string | null,
-    at: Date,
-    durationMs: number,
-    now: Date,
-  ): AttemptOutcome {
-    const status = response?.status ?? null;
-    if (status !== null && status >= 200 && status <= 299) {
-      return { attempt: { at, httpStatus: status, error: null, durationMs }, next: { state: 'delivered' } };
-    }
-    if (status === 410) {
-      return {
-        attempt: {
-          at,
-          httpStatus: status,
-          error: 'gone (410): callbacks of the account disabled',
-          durationMs,
-        },
-        next: { state: 'dead', disableAccount: true },
-      };
-    }
-    const reason =
-      error ??
-      (status !== null && status >= 300 && status <= 399
-        ? `redirect (${status}) not followed`
-        : `unexpected status ${status}`);
-    const delay = nextAttemptDelayMs(
-      this.#config.callbackRetrySchedule,
-      claim.attempts + 1,
-      parseRetryAfter(response?.retryAfter, now),
-      this.#random(),
-    );
-    return {
-      attempt: { at, httpStatus: status, error: reason, durationMs },
-      next:
-        delay === null
-          ? { state: 'dead', disableAccount: false }
-          : { state: 'pending', at: new Date(now.getTime() + delay) },
-    };
-  }
-}
-
-function outcomeLabel(outcome: AttemptOutcome): 'delivered' | 'failed' | 'dead' | 'gone' {
-  const next = outcome.next;
-  if (next.state === 'delivered') return 'delivered';
-  if (next.state === 'pending') return 'failed';
-  return next.disableAccount ? 'gone' : 'dead';
 }
 
 /** An error's name, code and first line: enough to act on, never a query's parameters or a secret. */

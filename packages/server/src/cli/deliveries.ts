@@ -10,6 +10,7 @@ import {
 import { DELIVERY_STATES } from '../domain/deliveries/delivery.js';
 import { isUuid } from '../domain/formats.js';
 import { MAX_DELIVERY_LIMIT } from '../domain/query-params.js';
+import { parseRfc3339 } from '../domain/wire.js';
 import {
   cell,
   parseCommandLine,
@@ -28,13 +29,15 @@ import { EXIT } from './options.js';
 
 export const DELIVERIES_USAGE = `waybill deliveries list <accountId> [--state S] [--limit N] [--cursor C] [--json]
 waybill deliveries show <accountId> <deliveryId> [--json]
-waybill deliveries redeliver <accountId> (<deliveryId> | --dead) [--json]`;
+waybill deliveries redeliver <accountId> (<deliveryId> | --dead) [--json]
+waybill deliveries backfill <accountId> --since TIME [--json]`;
 
 const USAGE = `Usage:
   waybill deliveries list <accountId> [--state STATE] [--limit N] [--cursor CURSOR] [--json]
   waybill deliveries show <accountId> <deliveryId> [--json]
   waybill deliveries redeliver <accountId> <deliveryId> [--json]
   waybill deliveries redeliver <accountId> --dead [--json]
+  waybill deliveries backfill <accountId> --since TIME [--json]
 
 The callback deliveries of an account, through the running server's operator API (/admin/v1). The token
 is read from $WAYBILL_ADMIN_TOKEN only (never a flag, so it stays out of shell history and ps).
@@ -43,11 +46,15 @@ is read from $WAYBILL_ADMIN_TOKEN only (never a flag, so it stays out of shell h
   show         one delivery with every attempt and the payload it sends
   redeliver    queue a delivery again (pending, a fresh retry schedule, the same webhook-id); with --dead,
                every dead delivery of the account
+  backfill     after the account's callbacks were off (a 410 Gone turns them off): queue the latest event of
+               each recipient that had one since --since, unless it is already pending or delivered; turn
+               the callbacks back on first (docs/callbacks.md)
 
   --state STATE    only deliveries in this state: ${DELIVERY_STATES.join(', ')}
   --limit N        deliveries per page, 1-${MAX_DELIVERY_LIMIT} (default: 20)
   --cursor CURSOR  the page after this cursor (printed by the previous page)
   --dead           with redeliver: every dead delivery of the account
+  --since TIME     with backfill: an RFC 3339 time, e.g. 2026-11-22T10:00:00Z
   --json           print the API's answer as JSON (for scripts)
   --url URL        the server (default: $WAYBILL_URL)
   --timeout MS     give up after MS milliseconds (default: 30000)
@@ -63,6 +70,7 @@ const OPTIONS = {
   limit: { type: 'string' },
   cursor: { type: 'string' },
   dead: { type: 'boolean', default: false },
+  since: { type: 'string' },
 } as const;
 
 interface Attempt {
@@ -162,6 +170,17 @@ export async function deliveriesCommand(args: string[]): Promise<number> {
         );
         return EXIT.ok;
       }
+      case 'backfill': {
+        const result = await api.request<{ queued: number }>('POST', `${account}/deliveries/backfill`, {
+          since: plan.since,
+        });
+        print(values.json, result, () =>
+          result.queued === 0
+            ? 'Nothing to backfill: every recipient with an event since then has its latest state queued or delivered.\n'
+            : `Queued ${result.queued} deliver${result.queued === 1 ? 'y' : 'ies'}: the latest state of each recipient.\n`,
+        );
+        return EXIT.ok;
+      }
     }
   } catch (err) {
     const code = reportFailure(err);
@@ -179,7 +198,8 @@ const envValue = (name: string): string | undefined => process.env[name]?.trim()
 type Plan =
   | { action: 'list'; accountId: string; state?: string; limit?: number; cursor?: string }
   | { action: 'show' | 'redeliver'; accountId: string; deliveryId: string }
-  | { action: 'redeliver-dead'; accountId: string };
+  | { action: 'redeliver-dead'; accountId: string }
+  | { action: 'backfill'; accountId: string; since: string };
 
 /** Works out what the command line asks for; a string is what is wrong with it. */
 function planAction(
@@ -188,14 +208,24 @@ function planAction(
   rest: string[],
   values: Values,
 ): Plan | string {
-  if (action === undefined) return 'say what to do: list, show or redeliver';
-  if (!['list', 'show', 'redeliver'].includes(action)) return `unknown deliveries action "${action}"`;
+  if (action === undefined) return 'say what to do: list, show, redeliver or backfill';
+  if (!['list', 'show', 'redeliver', 'backfill'].includes(action))
+    return `unknown deliveries action "${action}"`;
   if (accountId === undefined) return `deliveries ${action} needs an account id`;
   if (!isUuid(accountId)) return `"${accountId}" is not an account id (a UUID)`;
   const listOnly = (['state', 'limit', 'cursor'] as const).filter((name) => values[name] !== undefined);
   if (action !== 'list' && listOnly.length > 0)
     return `--${listOnly.join(', --')} only ${listOnly.length === 1 ? 'applies' : 'apply'} to list`;
   if (action !== 'redeliver' && values.dead) return '--dead only applies to redeliver';
+  if (action !== 'backfill' && values.since !== undefined) return '--since only applies to backfill';
+
+  if (action === 'backfill') {
+    if (rest.length > 0) return `unexpected argument: ${rest[0]}`;
+    const since = values.since?.trim();
+    if (!since) return 'backfill needs --since TIME (RFC 3339, e.g. 2026-11-22T10:00:00Z)';
+    if (parseRfc3339(since) === null) return `--since must be an RFC 3339 time, got ${JSON.stringify(since)}`;
+    return { action, accountId, since };
+  }
 
   if (action === 'list') {
     if (rest.length > 0) return `unexpected argument: ${rest[0]}`;

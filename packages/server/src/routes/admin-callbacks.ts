@@ -11,6 +11,7 @@ import {
   parseDeliveriesQuery,
   type RawQuery,
 } from '../domain/query-params.js';
+import { parseRfc3339 } from '../domain/wire.js';
 import { AccountWithCallbackSecretSchema, accountOr404, accountWire, IdParams } from '../http/accounts.js';
 import { methodNotAllowed } from '../http/protocol.js';
 import {
@@ -74,6 +75,22 @@ const RedeliveredSchema = Type.Object(
   { $id: 'Redelivered' },
 );
 
+const BackfillSchema = Type.Object(
+  {
+    since: Type.String({
+      format: 'date-time',
+      description: 'RFC 3339: recipients with an event recorded at or after this instant are caught up',
+      examples: ['2026-11-22T10:00:00Z'],
+    }),
+  },
+  { $id: 'BackfillRequest', additionalProperties: false, description: 'Where the backfill starts' },
+);
+
+const BackfilledSchema = Type.Object(
+  { queued: Type.Integer({ description: 'Deliveries queued: at most one per recipient' }) },
+  { $id: 'Backfilled' },
+);
+
 /** The named schemas of the delivery routes, registered in the operator API's scope. */
 export const DELIVERY_SCHEMAS: readonly NamedSchema[] = [
   AttemptSchema,
@@ -81,6 +98,8 @@ export const DELIVERY_SCHEMAS: readonly NamedSchema[] = [
   DeliveryDetailSchema,
   DeliveryPageSchema,
   RedeliveredSchema,
+  BackfillSchema,
+  BackfilledSchema,
 ];
 
 const attemptWire = (a: AttemptRecord) => ({
@@ -290,4 +309,47 @@ export async function adminCallbackRoutes(app: FastifyInstance, ctx: AppContext)
     },
   );
   methodNotAllowed(app, '/accounts/:id/deliveries/redeliver', ['POST']);
+
+  app.post(
+    '/accounts/:id/deliveries/backfill',
+    {
+      schema: {
+        operationId: 'backfillDeliveries',
+        summary:
+          'After callbacks were off: queue the latest event of each recipient that had one since a given instant',
+        description:
+          'One delivery per recipient with an event at or after `since`: of its latest event, unless that event ' +
+          'already has a pending or delivered delivery (so a second backfill queues nothing). Older pending ' +
+          'deliveries of the same recipients are superseded. 409 while the account’s callbacks are off (no ' +
+          '`callbackUrl`, or `callbackEnabled` false): turn them back on first.',
+        tags,
+        security,
+        params: IdParams,
+        body: ref(BackfillSchema),
+        response: {
+          202: response('How many deliveries were queued', ref(BackfilledSchema)),
+          ...adminProblems([...BODY_STATUSES, 404, 409]),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { id } = await accountOr404(ctx, (request.params as { id: string }).id);
+      // The schema checked the shape; this also refuses what it lets through but no calendar has.
+      const since = parseRfc3339((request.body as { since: string }).since);
+      if (since === null) {
+        throw new ApiError('invalid_request', 'since must be an RFC 3339 date-time', { param: 'since' });
+      }
+      const queued = await ctx.store.backfillDeliveries(id, since, ctx.now());
+      if (queued === null) throw new ApiError('not_found', `no account ${id}`);
+      if (queued === 'callbacks-off') {
+        throw new ApiError(
+          'conflict',
+          'the account’s callbacks are off (no callbackUrl, or callbackEnabled false): turn them on, then backfill',
+        );
+      }
+      if (queued > 0) ctx.deliveriesQueued();
+      return reply.code(202).send({ queued });
+    },
+  );
+  methodNotAllowed(app, '/accounts/:id/deliveries/backfill', ['POST']);
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../context.js';
+import { parkedCutoff } from '../domain/deliveries/parking.js';
 import { ApiError } from '../domain/errors.js';
 import type { BatchOutcome, ItemError } from '../domain/ingest/precedence.js';
 import { accountOr404, IdParams } from '../http/accounts.js';
@@ -172,7 +173,7 @@ export async function adminIngestRoutes(app: FastifyInstance, ctx: AppContext): 
       const batch = checkBatch(request.body, 'messages', checkMessageItem);
       const now = ctx.now();
       // Parked receipts older than the park time are expired, even before the relay's sweep drops them.
-      const parkedSince = new Date(now.getTime() - ctx.config.receiptParkSeconds * 1000);
+      const parkedSince = parkedCutoff(now, ctx.config.receiptParkSeconds);
       const result = await applyBatch(batch, (items, options) =>
         ctx.store.ingestMessages(account.id, items, now, { ...options, parkedSince }),
       ).catch(countRejected(ctx, 'messages', batch));

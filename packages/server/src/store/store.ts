@@ -1,9 +1,5 @@
-import type {
-  AttemptRecord,
-  Delivery,
-  DeliveryDetail,
-  DeliveryState,
-} from '../domain/deliveries/delivery.js';
+import type { AttemptOutcome } from '../domain/deliveries/attempt-outcome.js';
+import type { Delivery, DeliveryDetail, DeliveryState } from '../domain/deliveries/delivery.js';
 import type { ReceiptEvent } from '../domain/deliveries/events.js';
 import type {
   BatchOutcome,
@@ -84,15 +80,7 @@ export interface ClaimedDelivery {
   body: string;
 }
 
-/** The result of an attempt and what follows it. */
-export interface AttemptOutcome {
-  attempt: AttemptRecord;
-  next:
-    | { state: 'delivered' }
-    | { state: 'pending'; at: Date }
-    /** `disableAccount`: the callback answered 410 Gone, so the account's callbacks are turned off. */
-    | { state: 'dead'; disableAccount: boolean };
-}
+export type { AttemptOutcome };
 
 export interface DeliveryListQuery {
   state?: DeliveryState;
@@ -223,11 +211,23 @@ export interface Store {
    * whose recipient has an attempt in flight), and only of accounts whose callbacks are enabled.
    */
   claimDeliveries(request: ClaimRequest): Promise<ClaimedDelivery[]>;
-  /** Records an attempt and its consequence; ignored if the lease was lost meanwhile. Releases the lease. */
+  /**
+   * Of these claims, those that may still be sent (domain/deliveries/finish.ts maySend: pending and still leased
+   * by the claim); the others are handed back. A relay calls it right before it sends a delivery it held.
+   */
+  recheckClaims(claims: readonly ClaimedDelivery[]): Promise<ClaimedDelivery[]>;
+  /**
+   * Records an attempt and its consequence (finish.ts settleAttempt); ignored if the lease was lost meanwhile.
+   * Releases the lease.
+   */
   finishAttempt(claim: ClaimedDelivery, outcome: AttemptOutcome): Promise<void>;
   /** Gives a claimed delivery back untried (shutdown): it is due again at once. */
   releaseClaim(claim: ClaimedDelivery): Promise<void>;
-  /** When the earliest pending delivery falls due (or a lease expires), or null when none is pending. */
+  /**
+   * When the relay should look for due deliveries again (domain/deliveries/claim-policy.ts nextDue): the earliest
+   * due time among the pending deliveries of accounts with callbacks on, a delivery held up by a lease (its own,
+   * or its recipient's attempt in flight) counting from that lease's end; null when none is pending.
+   */
   nextDeliveryDue(): Promise<Date | null>;
   /** The account's deliveries, newest first. */
   listDeliveries(accountId: string, query: DeliveryListQuery): Promise<Delivery[]>;
@@ -239,6 +239,12 @@ export interface Store {
   redeliver(accountId: string, id: string, now: Date): Promise<Delivery | 'superseded' | null>;
   /** Redelivers every dead delivery of the account that is the newest of its recipient; returns how many. */
   redeliverDead(accountId: string, now: Date): Promise<number>;
+  /**
+   * Queues one delivery, due at `now`, of the latest event of each recipient that had an event at or after
+   * `since` and has no pending or delivered delivery of it (domain/deliveries/backfill.ts); returns how many.
+   * `callbacks-off` (nothing written) while the account's callbacks are off; null for an unknown account.
+   */
+  backfillDeliveries(accountId: string, since: Date, now: Date): Promise<number | 'callbacks-off' | null>;
 
   /** Counts for the metrics: pending and dead deliveries, and parked receipts, of every account. */
   outboxStats(): Promise<{ pending: number; dead: number; parked: number }>;

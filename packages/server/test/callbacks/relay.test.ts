@@ -112,8 +112,8 @@ describe.each(engines())('$name callback relay', (engine) => {
     expect(res.statusCode, res.body).toBe(200);
     return res.json() as Delivery;
   };
-  const settled = (acct: CreatedAccount, what = 'every delivery to settle') =>
-    waitFor(async () => (await deliveries(acct, '?state=pending')).length === 0, 8000, what);
+  const settled = (acct: CreatedAccount, timeoutMs = 8000, what = 'every delivery to settle') =>
+    waitFor(async () => (await deliveries(acct, '?state=pending')).length === 0, timeoutMs, what);
 
   it('POSTs the /dlr item as recorded, signed (Standard Webhooks), with the contract headers', async () => {
     const acct = await account();
@@ -305,13 +305,65 @@ describe.each(engines())('$name callback relay', (engine) => {
     expect(superseded.length).toBeGreaterThan(0);
   });
 
+  it('never sends a delivery superseded while the relay held its claim (slow receiver, claims run ahead)', async () => {
+    // Each receiver answer takes a second, so the relay holds many claimed `accepted` deliveries behind the 8
+    // in flight; the `delivered` receipts supersede them while they wait.
+    receiver.answer = () => ({ status: 200, delayMs: 1000 });
+    const acct = await account();
+    const ids = Array.from({ length: 40 }, (_, i) => `m-${i}`);
+    await sms(acct, ids);
+    startRelay({ WAYBILL_CALLBACK_TIMEOUT_MS: '5000' });
+    expect(
+      (
+        await receipts(
+          acct,
+          ids.map((id) => dr(id, 'accepted')),
+        )
+      ).json(),
+    ).toMatchObject({ applied: 40 });
+    await new Promise((done) => setTimeout(done, 200));
+    expect(
+      (
+        await receipts(
+          acct,
+          ids.map((id) => dr(id, 'delivered')),
+        )
+      ).json(),
+    ).toMatchObject({
+      applied: 40,
+    });
+    const bodyOf = (r: { body: string }) => JSON.parse(r.body) as { messageid: string; drStatuscode: string };
+    await waitFor(
+      () => receiver.received.filter((r) => bodyOf(r).drStatuscode === 'delivered').length >= 40,
+      25_000,
+      'every delivered state',
+    );
+    await settled(acct);
+    // Every message's delivered state arrived; of the accepted ones only those already in flight went out.
+    const items = receiver.received.map((r) => ({
+      id: r.headers['webhook-id'],
+      ...bodyOf(r),
+    }));
+    const delivered = items.filter((i) => i.drStatuscode === 'delivered');
+    expect(delivered.map((i) => i.messageid).sort()).toEqual([...ids].sort());
+    const accepted = items.filter((i) => i.drStatuscode === 'accepted');
+    expect(accepted.length).toBeLessThanOrEqual(8);
+    // All 40 accepted deliveries are superseded, even those whose attempt was under way (and answered 200);
+    // none of the others was ever attempted.
+    const superseded = await deliveries(acct, '?state=superseded&limit=100');
+    expect(superseded).toHaveLength(40);
+    const sent = new Set(accepted.map((i) => i.id));
+    for (const d of superseded) expect(d.attempts, d.id).toBe(sent.has(d.id) ? 1 : 0);
+    expect(await deliveries(acct, '?state=delivered&limit=100')).toHaveLength(40);
+  }, 40_000);
+
   it('turns an account’s callbacks off on 410 Gone, and queues nothing new', async () => {
     receiver.answer = () => ({ status: 410 });
     const acct = await account();
     await sms(acct, ['m-1', 'm-2']);
     startRelay();
     await receipts(acct, [dr('m-1', 'delivered')]);
-    await settled(acct, 'the 410');
+    await settled(acct, 8000, 'the 410');
     expect(receiver.received).toHaveLength(1);
     const [d] = await deliveries(acct);
     expect(d).toMatchObject({ state: 'dead', attempts: 1 });
@@ -329,6 +381,46 @@ describe.each(engines())('$name callback relay', (engine) => {
       headers: { authorization: basic(acct.key, acct.secret) },
     });
     expect((feed.json() as { receipts: unknown[] }).receipts).toHaveLength(2);
+  });
+
+  it('after a 410 and a re-enable, a backfill sends the latest state of each recipient once', async () => {
+    const since = new Date(Date.now() - 1000).toISOString();
+    receiver.answer = (_r, i) => (i === 0 ? { status: 410 } : { status: 200 });
+    const acct = await account();
+    await sms(acct, ['m-1', 'm-2', 'm-3']);
+    startRelay();
+    await receipts(acct, [dr('m-1', 'delivered')]);
+    await settled(acct, 8000, 'the 410');
+    expect((await h.admin('GET', `/admin/v1/accounts/${acct.id}`)).json()).toMatchObject({
+      callbackEnabled: false,
+    });
+    // While off: events are recorded, nothing is queued or sent.
+    await receipts(acct, [dr('m-1', 'failed'), dr('m-2', 'accepted'), dr('m-3', 'delivered')]);
+    await receipts(acct, [dr('m-2', 'delivered')]);
+    const backfill = () =>
+      poked(h.admin('POST', `/admin/v1/accounts/${acct.id}/deliveries/backfill`, { since }));
+    expect((await backfill()).statusCode).toBe(409);
+
+    expect(
+      (await h.admin('PATCH', `/admin/v1/accounts/${acct.id}`, { callbackEnabled: true })).statusCode,
+    ).toBe(200);
+    const res = await backfill();
+    expect(res.statusCode, res.body).toBe(202);
+    expect(res.json()).toStrictEqual({ queued: 3 });
+    await waitFor(() => receiver.received.length === 4, 5000, 'the backfilled deliveries');
+    await settled(acct);
+    const sent = receiver.received.slice(1).map((r) => {
+      const item = JSON.parse(r.body) as { messageid: string; drStatuscode: string };
+      return `${item.messageid} ${item.drStatuscode}`;
+    });
+    expect(sent.sort()).toStrictEqual(['m-1 failed', 'm-2 delivered', 'm-3 delivered']);
+    expect((await backfill()).json()).toStrictEqual({ queued: 0 });
+    await new Promise((done) => setTimeout(done, 300));
+    expect(receiver.received).toHaveLength(4);
+    // The 410's delivery stays dead: the backfill sent its recipient's newer state instead.
+    expect((await deliveries(acct, '?state=dead')).map((d) => d.payload.drStatuscode)).toStrictEqual([
+      'delivered',
+    ]);
   });
 
   it('waits at least as long as a Retry-After asks (capped at the schedule’s longest delay)', async () => {

@@ -383,4 +383,32 @@ describe('waybill deliveries', () => {
     const none = await run(['deliveries', 'redeliver', flaky.id, '--dead', '--json'], adminEnv());
     expect(JSON.parse(none.stdout)).toEqual({ redelivered: 0 });
   });
+  it('backfills an account whose callbacks were off, once they are back on', async () => {
+    const off = await createAccount('/ok');
+    await admin('PATCH', `/accounts/${off.id}`, { callbackEnabled: false });
+    const since = new Date(Date.now() - 60_000).toISOString();
+    await admin('POST', `/accounts/${off.id}/messages`, {
+      messages: [{ id: 'bf-1', channel: 'SMS', channelUserId: '447700900701', sms: { status: '0' } }],
+    });
+    await admin('POST', `/accounts/${off.id}/receipts`, {
+      receipts: [{ messageId: 'bf-1', drStatuscode: 'delivered' }],
+    });
+    const refused = await run(['deliveries', 'backfill', off.id, '--since', since], adminEnv());
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('conflict');
+
+    await admin('PATCH', `/accounts/${off.id}`, { callbackEnabled: true });
+    const done = await run(['deliveries', 'backfill', off.id, '--since', since], adminEnv());
+    expect(done.code, done.stderr).toBe(0);
+    expect(done.stdout).toBe('Queued 1 delivery: the latest state of each recipient.\n');
+    const again = await run(['deliveries', 'backfill', off.id, '--since', since, '--json'], adminEnv());
+    expect(JSON.parse(again.stdout)).toEqual({ queued: 0 });
+    for (const args of [
+      ['deliveries', 'backfill', off.id],
+      ['deliveries', 'backfill', off.id, '--since', 'yesterday'],
+      ['deliveries', 'list', off.id, '--since', since],
+    ]) {
+      expect((await run(args, adminEnv())).code, args.join(' ')).toBe(2);
+    }
+  });
 });

@@ -155,6 +155,38 @@ describe.each(engines())('$name store: callback deliveries', (engine) => {
     expect((await store().claimDeliveries(request())).map((c) => c.id)).toHaveLength(1);
   });
 
+  it('looks past a paused backlog for the next due delivery, however long the backlog', async () => {
+    const ids = Array.from({ length: 300 }, (_, i) => `m-${i}`);
+    const off = await accountWithSms(store(), ids);
+    await ingestReceipts(
+      store(),
+      off,
+      ids.map((m) => receipt(m, 'delivered', at(1))),
+    );
+    await store().updateAccount(off, { callbackEnabled: false });
+    // Queued later than the whole paused backlog, and due later.
+    const on = await accountWithSms(store(), ['m-1']);
+    expect((await store().ingestReceipts(on, [receipt('m-1', 'delivered', at(1))], at(5))).ok).toBe(true);
+    expect(await store().nextDeliveryDue()).toStrictEqual(at(5));
+  });
+
+  it('does not take a delivery waiting on its recipient’s attempt in flight for due', async () => {
+    const a = await accountWithSms(store(), ['m-1']);
+    await ingestReceipts(store(), a, [receipt('m-1', 'accepted', at(1))]);
+    const leaseUntil = new Date(Date.now() + 60_000);
+    const [old] = await store().claimDeliveries(request({ now: new Date(), leaseUntil }));
+    expect(old).toBeDefined();
+    // The newer delivery of the recipient is past due, but cannot be claimed before the old attempt ends.
+    await ingestReceipts(store(), a, [receipt('m-1', 'delivered', at(2))]);
+    expect(await store().claimDeliveries(request({ now: new Date() }))).toStrictEqual([]);
+    expect(await store().nextDeliveryDue()).toStrictEqual(leaseUntil);
+    await store().finishAttempt(old as ClaimedDelivery, {
+      attempt: attempt(200),
+      next: { state: 'delivered' },
+    });
+    expect(await store().nextDeliveryDue()).toStrictEqual(NOW);
+  });
+
   it('supersedes an older pending delivery of the same recipient, and not another recipient', async () => {
     const { id: a } = await store().createAccount(newAccount({ callbackUrl: URL }));
     await ingest(store(), a, [sms('m-1', TO), sms('m-1', TO2)]);
@@ -201,7 +233,7 @@ describe.each(engines())('$name store: callback deliveries', (engine) => {
     expect(JSON.parse(newer?.body ?? '').drStatuscode).toBe('delivered');
   });
 
-  it('marks a superseded delivery delivered when its in-flight attempt succeeded', async () => {
+  it('keeps a delivery superseded during its attempt superseded, even when the attempt succeeded', async () => {
     const a = await accountWithSms(store(), ['m-1']);
     await ingestReceipts(store(), a, [receipt('m-1', 'accepted', at(1))]);
     const [old] = await store().claimDeliveries(request());
@@ -210,7 +242,32 @@ describe.each(engines())('$name store: callback deliveries', (engine) => {
       attempt: attempt(204),
       next: { state: 'delivered' },
     });
-    expect((await store().getDelivery(a, old?.id ?? ''))?.state).toBe('delivered');
+    const detail = await store().getDelivery(a, old?.id ?? '');
+    expect(detail).toMatchObject({ state: 'superseded', attempts: 1, nextAttemptAt: null });
+    // The attempt is on record: the operator sees what was sent.
+    expect(detail?.attemptLog.map((x) => x.httpStatus)).toStrictEqual([204]);
+    expect((await store().listDeliveries(a, { state: 'delivered', limit: 10 })).length).toBe(0);
+  });
+
+  it('rechecks held claims: one superseded meanwhile may not be sent and is handed back', async () => {
+    const a = await accountWithSms(store(), ['m-1', 'm-2']);
+    await ingestReceipts(store(), a, [receipt('m-1', 'accepted', at(1)), receipt('m-2', 'accepted', at(1))]);
+    const held = await store().claimDeliveries(request());
+    expect(held).toHaveLength(2);
+    await ingestReceipts(store(), a, [receipt('m-1', 'delivered', at(2))]);
+    const sendable = await store().recheckClaims(held);
+    const m2 = held.find((c) => JSON.parse(c.body).messageid === 'm-2');
+    expect(sendable.map((c) => c.id)).toStrictEqual([m2?.id]);
+    // The superseded one lost its lease, so the newer delivery of m-1 is claimable at once.
+    const [newer] = await store().claimDeliveries(request({ now: at(11) }));
+    expect(JSON.parse(newer?.body ?? '')).toMatchObject({ messageid: 'm-1', drStatuscode: 'delivered' });
+    const old = await store().getDelivery(a, held.find((c) => c !== m2)?.id ?? '');
+    expect(old).toMatchObject({ state: 'superseded', attempts: 0, lastAttempt: null });
+    // A claim whose lease another relay holds now is not sendable either.
+    expect(
+      await store().recheckClaims([{ ...(m2 as ClaimedDelivery), lease: 'someone-else' }]),
+    ).toStrictEqual([]);
+    expect(await store().recheckClaims([])).toStrictEqual([]);
   });
 
   it('keeps to the per-account limit, counting attempts already in flight', async () => {
@@ -295,6 +352,64 @@ describe.each(engines())('$name store: callback deliveries', (engine) => {
     expect((await store().listDeliveries(a, { state: 'dead', limit: 10 })).map((d) => d.id)).toStrictEqual([
       m1?.id,
     ]);
+  });
+
+  it('backfills the latest event of each recipient with one since, unless already pending or delivered', async () => {
+    const a = await accountWithSms(store(), ['m-1', 'm-2', 'm-3']);
+    await ingestReceipts(store(), a, [receipt('m-1', 'accepted', at(1)), receipt('m-3', 'delivered', at(1))]);
+    // m-3's delivery is answered 410 (dead, callbacks off); m-1's is handed back untried (pending, paused).
+    for (const c of await store().claimDeliveries(request())) {
+      if (JSON.parse(c.body).messageid === 'm-3') {
+        await store().finishAttempt(c, {
+          attempt: attempt(410),
+          next: { state: 'dead', disableAccount: true },
+        });
+      } else {
+        await store().releaseClaim(c);
+      }
+    }
+    expect((await store().getAccount(a))?.callbackEnabled).toBe(false);
+    const off = await store().ingestReceipts(
+      a,
+      [receipt('m-1', 'delivered', at(2)), receipt('m-2', 'delivered', at(2))],
+      at(10),
+    );
+    expect(off.ok).toBe(true);
+    expect(await store().backfillDeliveries(a, at(5), at(20))).toBe('callbacks-off');
+
+    await store().updateAccount(a, { callbackEnabled: true });
+    // Since at(5): m-1 and m-2, whose latest events have no delivery; m-1's older pending one is superseded.
+    expect(await store().backfillDeliveries(a, at(5), at(20))).toBe(2);
+    const states = async () =>
+      (await store().listDeliveries(a, { limit: 10 })).map((d) => [
+        d.seq,
+        d.messageId,
+        d.state,
+        d.nextAttemptAt,
+      ]);
+    expect(await states()).toStrictEqual([
+      [4, 'm-2', 'pending', at(20)],
+      [3, 'm-1', 'pending', at(20)],
+      [2, 'm-3', 'dead', null],
+      [1, 'm-1', 'superseded', null],
+    ]);
+    const events = await store().listReceiptEvents(a, 0, 10);
+    const [queued] = await store().listDeliveries(a, { limit: 1 });
+    expect(queued).toMatchObject({
+      id: events[3]?.id,
+      attempts: 0,
+      createdAt: at(20),
+      payload: events[3]?.item,
+    });
+    // From the start: m-3's latest event has a dead delivery, which goes out again; the rest is pending.
+    expect(await store().backfillDeliveries(a, NOW, at(30))).toBe(1);
+    expect((await states())[2]).toStrictEqual([2, 'm-3', 'pending', at(30)]);
+    expect(await store().backfillDeliveries(a, NOW, at(40))).toBe(0);
+    expect(await store().backfillDeliveries(a, at(3600), at(40))).toBe(0);
+    // What was queued is claimed like any delivery.
+    const claimed = await store().claimDeliveries(request({ now: at(50), leaseUntil: at(90) }));
+    expect(claimed.map((c) => JSON.parse(c.body).messageid).sort()).toStrictEqual(['m-1', 'm-2', 'm-3']);
+    expect(await store().backfillDeliveries('00000000-0000-4000-8000-000000000000', NOW, at(40))).toBeNull();
   });
 
   it('lists deliveries newest first, by state, in pages, and never another account’s', async () => {

@@ -213,4 +213,43 @@ describe.each(engines())('$name operator API: callbacks', (engine) => {
       'invalid_request',
     );
   });
+
+  it('backfills after callbacks were off: the latest event of each recipient, once; 409 while off', async () => {
+    const backfill = (body: unknown, account = acct.id) =>
+      h().admin('POST', `/admin/v1/accounts/${account}/deliveries/backfill`, body);
+    const since = new Date(START).toISOString();
+    await h().admin('PATCH', base(), { callbackEnabled: false });
+    await receipts(['m-1', 'accepted', 1]);
+    await receipts(['m-1', 'delivered', 2], ['m-2', 'delivered', 2]);
+    expect((await list()).deliveries).toStrictEqual([]);
+    expectProblem(await backfill({ since }), 409, 'conflict');
+
+    await h().admin('PATCH', base(), { callbackEnabled: true });
+    const res = await backfill({ since });
+    expect(res.statusCode, res.body).toBe(202);
+    expect(res.json()).toStrictEqual({ queued: 2 });
+    // Exactly the latest event of each recipient, due at once, with the feed's event ids.
+    const feed = await h().inject({ url: `/receipts?key=${acct.key}&secret=${acct.secret}` });
+    const events = (feed.json() as { receipts: { id: string; receipt: { messageid: string } }[] }).receipts;
+    const latest = [events[2]?.id, events[1]?.id];
+    const queued = (await list()).deliveries;
+    expect(queued.map((d) => [d.id, d.state, d.nextAttemptAt])).toStrictEqual(
+      latest.map((id) => [id, 'pending', new Date(START).toISOString()]),
+    );
+    expect((await backfill({ since })).json()).toStrictEqual({ queued: 0 });
+
+    for (const body of [
+      {},
+      { since: 'yesterday' },
+      { since: '2026-02-30T10:00:00Z' },
+      { since: 1_700_000_000 },
+      { since, all: true },
+    ]) {
+      expectProblem(await backfill(body), 400, 'invalid_request');
+    }
+    expectProblem(await backfill({ since }, '00000000-0000-4000-8000-000000000000'), 404, 'not_found');
+    const noUrl = await h().createAccount({});
+    expectProblem(await backfill({ since }, noUrl.id), 409, 'conflict');
+    expect((await h().admin('GET', `${base()}/deliveries/backfill`)).statusCode).toBe(405);
+  });
 });

@@ -363,6 +363,9 @@ async function recordEveryOperation(
     `/admin/v1/accounts/${acct.id}/deliveries/${superseded.id}/redeliver`,
   );
   await admin('redeliverDeadDeliveries', 'POST', `/admin/v1/accounts/${acct.id}/deliveries/redeliver`, {});
+  const since = { since: '2026-01-01T00:00:00Z' };
+  await admin('backfillDeliveries', 'POST', `/admin/v1/accounts/${acct.id}/deliveries/backfill`, since);
+  await admin('backfillDeliveries', 'POST', `/admin/v1/accounts/${acct.id}/deliveries/backfill`, {});
 
   // A second account: its IP whitelist, its quota, its rate, its lockout.
   const other = (await h.createAccount({ ipWhitelist: ['192.0.2.1'] })) as {

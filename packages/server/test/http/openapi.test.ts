@@ -39,6 +39,7 @@ const OPERATOR: [string, string][] = [
   ['get', '/admin/v1/accounts/{id}/deliveries'],
   ['get', '/admin/v1/accounts/{id}/deliveries/{deliveryId}'],
   ['post', '/admin/v1/accounts/{id}/deliveries/{deliveryId}/redeliver'],
+  ['post', '/admin/v1/accounts/{id}/deliveries/backfill'],
   ['post', '/admin/v1/accounts/{id}/deliveries/redeliver'],
 ];
 const QUERY_PARAMETERS = ['messageIds', 'channel', 'channelUserId', 'contactId', 'size', 'cursor'];

@@ -1,7 +1,23 @@
 import type pg from 'pg';
-import type { Delivery, DeliveryDetail } from '../../domain/deliveries/delivery.js';
+import type { AttemptOutcome } from '../../domain/deliveries/attempt-outcome.js';
+import { type BackfillEvent, planBackfill, queuedBy } from '../../domain/deliveries/backfill.js';
+import {
+  type ClaimCandidate,
+  ClaimPicker,
+  candidateWindow,
+  NEXT_DUE_WINDOW,
+  nextDue as nextDueOf,
+} from '../../domain/deliveries/claim-policy.js';
+import {
+  callbacksOn,
+  type Delivery,
+  type DeliveryDetail,
+  type DeliveryState,
+} from '../../domain/deliveries/delivery.js';
 import type { ReceiptEvent } from '../../domain/deliveries/events.js';
-import type { AttemptOutcome, ClaimedDelivery, ClaimRequest, DeliveryListQuery } from '../store.js';
+import { maySend, type StoredClaim, settleAttempt } from '../../domain/deliveries/finish.js';
+import { redeliverableDead, redeliveryRefusal } from '../../domain/deliveries/redeliver.js';
+import type { ClaimedDelivery, ClaimRequest, DeliveryListQuery } from '../store.js';
 import { inTransaction } from './pool.js';
 import {
   type AttemptRow,
@@ -13,7 +29,10 @@ import {
   eventFromRow,
 } from './rows.js';
 
-/** The receipt feed, the callback outbox and its attempt log on PostgreSQL. */
+/**
+ * The receipt feed, the callback outbox and its attempt log on PostgreSQL. The delivery rules are
+ * domain/deliveries/*: this file loads what they decide on, leases and writes.
+ */
 
 const FROM_DELIVERIES =
   'FROM deliveries d JOIN receipt_events e ON e.account_id = d.account_id AND e.seq = d.seq';
@@ -34,14 +53,21 @@ export async function listEvents(
   return result.rows.map(eventFromRow);
 }
 
-interface CandidateRow {
+/** A pending delivery as the claim and next-due rules read it (claim-policy.ts ClaimCandidate). */
+interface PendingRow {
   account_id: string;
   seq: number;
-  id: string;
   message_id: string;
   recipient: string;
-  attempts: number;
+  next_attempt_at: Date;
   created_at: Date;
+  lease_until: Date | null;
+  recipient_lease_until: Date | null;
+}
+
+interface CandidateRow extends PendingRow {
+  id: string;
+  attempts: number;
   item: string;
   callback_url: string;
   callback_secret: string;
@@ -49,14 +75,34 @@ interface CandidateRow {
   previous_callback_secret_until: Date | null;
 }
 
+const candidateOf = <R extends PendingRow>(row: R): ClaimCandidate & { row: R } => ({
+  accountId: row.account_id,
+  seq: row.seq,
+  messageId: row.message_id,
+  to: row.recipient,
+  nextAttemptAt: row.next_attempt_at,
+  createdAt: row.created_at,
+  leaseUntil: row.lease_until,
+  recipientLeaseUntil: row.recipient_lease_until,
+  row,
+});
+
+/** The latest lease end among the other deliveries of d's recipient (the small deliveries_leased index). */
+const PENDING_COLUMNS = `d.account_id, d.seq, d.message_id, d.recipient, d.next_attempt_at, d.created_at,
+  d.lease_until,
+  (SELECT max(b.lease_until) FROM deliveries b
+   WHERE b.account_id = d.account_id AND b.message_id = d.message_id AND b.recipient = d.recipient
+     AND b.lease_until IS NOT NULL AND b.seq <> d.seq) AS recipient_lease_until`;
+
 /**
- * Leases due deliveries within the request's limits, oldest due first, one per recipient.
+ * Leases due deliveries within the request's limits, as claim-policy.ts chooses them (accounts take turns, one
+ * per recipient, none whose recipient has an attempt in flight).
  *
- * Candidates are read without a lock, chosen here (the per-account and per-recipient limits), and only the
- * chosen ones are then locked and leased, with SKIP LOCKED and every condition re-checked under the lock: a
- * candidate another relay leased meanwhile is skipped or fails the check, and this relay chooses again from the
- * rest. Locking the whole scan window instead would hand a concurrent relay nothing while this one holds far
- * more rows than it takes; this way relays on several instances split the queue.
+ * Candidates are read without a lock, chosen, and only the chosen ones are then locked and leased, with SKIP
+ * LOCKED and their own conditions re-checked under the lock: a candidate another relay leased meanwhile is
+ * skipped or fails the check, and this relay chooses again from the rest. Locking the whole scan window instead
+ * would hand a concurrent relay nothing while this one holds far more rows than it takes; this way relays on
+ * several instances split the queue.
  *
  * The in-flight check of a recipient needs no lock: a recipient has at most one pending delivery, and an older
  * one still in flight took its lease before the newer one was queued, so any view that shows the newer one
@@ -64,20 +110,24 @@ interface CandidateRow {
  */
 export async function claim(pool: pg.Pool, request: ClaimRequest): Promise<ClaimedDelivery[]> {
   if (request.limit <= 0) return [];
-  let candidates = await claimCandidates(pool, request);
-  const picker = new Picker(request);
+  const picker = new ClaimPicker(request);
+  let candidates = (await claimCandidates(pool, request, picker)).map(candidateOf);
   const claimed: ClaimedDelivery[] = [];
   for (let round = 0; round < CLAIM_ROUNDS && candidates.length > 0 && picker.room() > 0; round++) {
     const chosen = picker.choose(candidates);
     if (chosen.length === 0) break;
-    const leased = await lease(pool, request, chosen);
-    for (const row of chosen) {
-      const attempts = leased.get(deliveryKey(row));
-      if (attempts === undefined) picker.lost(row);
-      else claimed.push(claimedFromRow({ ...row, attempts }, request.lease));
+    const leased = await lease(
+      pool,
+      request,
+      chosen.map((c) => c.row),
+    );
+    for (const candidate of chosen) {
+      const attempts = leased.get(deliveryKey(candidate.row));
+      if (attempts === undefined) picker.lost(candidate);
+      else claimed.push(claimedFromRow({ ...candidate.row, attempts }, request.lease));
     }
-    const tried = new Set(chosen.map(deliveryKey));
-    candidates = candidates.filter((row) => !tried.has(deliveryKey(row)));
+    const tried = new Set(chosen.map((c) => deliveryKey(c.row)));
+    candidates = candidates.filter((c) => !tried.has(deliveryKey(c.row)));
   }
   return claimed;
 }
@@ -88,36 +138,30 @@ const CLAIM_ROUNDS = 4;
 const deliveryKey = (row: { account_id: string; seq: number }) => `${row.account_id}\u0000${row.seq}`;
 
 /**
- * The oldest due deliveries of each account with callbacks on and room left, up to its room, ordered so that the
- * accounts take turns (every account's first candidate, then every account's second…): an account with a long
- * backlog gets its share and never holds up the others. One index probe per such account
- * (`deliveries_account_due`).
+ * The oldest due, unleased deliveries of each account with callbacks on and room left (its candidate window).
+ * One index probe per such account (`deliveries_account_due`).
  */
-async function claimCandidates(pool: pg.Pool, request: ClaimRequest): Promise<CandidateRow[]> {
-  const full = [...request.inFlight].filter(([, n]) => n >= request.perAccount).map(([id]) => id);
-  const result = await pool.query<CandidateRow & { turn: number }>({
+async function claimCandidates(
+  pool: pg.Pool,
+  request: ClaimRequest,
+  picker: ClaimPicker,
+): Promise<CandidateRow[]> {
+  const full = [...request.inFlight.keys()].filter((id) => picker.accountRoom(id) <= 0);
+  const result = await pool.query<CandidateRow>({
     name: 'wb_claim_candidates',
-    // Due, unleased, and of a recipient with no attempt in flight (a superseded delivery may still be in
-    // flight: the newer one waits for it, so the two never cross).
     text: `SELECT c.*, a.callback_url, a.callback_secret, a.previous_callback_secret,
              a.previous_callback_secret_until
            FROM accounts a
            CROSS JOIN LATERAL (
-             SELECT d.account_id, d.seq, d.id, d.message_id, d.recipient, d.attempts, d.created_at, e.item,
-               row_number() OVER (ORDER BY d.next_attempt_at, d.seq) AS turn
+             SELECT ${PENDING_COLUMNS}, d.id, d.attempts, e.item
              ${FROM_DELIVERIES}
              WHERE d.account_id = a.id AND d.state = 'pending' AND d.next_attempt_at <= $1
                AND (d.lease_until IS NULL OR d.lease_until <= $1)
-               AND NOT EXISTS (
-                 SELECT 1 FROM deliveries b
-                 WHERE b.account_id = d.account_id AND b.message_id = d.message_id
-                   AND b.recipient = d.recipient AND b.seq <> d.seq AND b.lease_until > $1)
              ORDER BY d.next_attempt_at, d.seq
              LIMIT $2
            ) c
-           WHERE a.callback_url IS NOT NULL AND a.callback_enabled AND a.id <> ALL($3::uuid[])
-           ORDER BY c.turn, c.created_at`,
-    values: [request.now.toISOString(), request.perAccount, full],
+           WHERE a.callback_url IS NOT NULL AND a.callback_enabled AND a.id <> ALL($3::uuid[])`,
+    values: [request.now.toISOString(), candidateWindow(request.perAccount), full],
   });
   return result.rows;
 }
@@ -153,46 +197,6 @@ async function lease(
   return new Map(result.rows.map((row) => [deliveryKey(row), row.attempts]));
 }
 
-/** Chooses candidates within the total and per-account limits, one per recipient, across claim rounds. */
-class Picker {
-  private readonly perAccount: Map<string, number>;
-  private readonly recipients = new Set<string>();
-  private taken = 0;
-
-  constructor(private readonly request: ClaimRequest) {
-    this.perAccount = new Map(request.inFlight);
-  }
-
-  room(): number {
-    return this.request.limit - this.taken;
-  }
-
-  /** Oldest due first, as the candidates come. */
-  choose(rows: readonly CandidateRow[]): CandidateRow[] {
-    const chosen: CandidateRow[] = [];
-    for (const row of rows) {
-      if (this.room() <= 0) break;
-      const busy = this.perAccount.get(row.account_id) ?? 0;
-      const recipient = `${row.account_id}\u0000${row.message_id}\u0000${row.recipient}`;
-      if (busy >= this.request.perAccount || this.recipients.has(recipient)) continue;
-      this.perAccount.set(row.account_id, busy + 1);
-      this.recipients.add(recipient);
-      this.taken++;
-      chosen.push(row);
-    }
-    return chosen;
-  }
-
-  /**
-   * Gives back the room of a candidate another relay took. Its recipient stays taken: that relay's attempt is
-   * now in flight.
-   */
-  lost(row: CandidateRow): void {
-    this.perAccount.set(row.account_id, (this.perAccount.get(row.account_id) ?? 1) - 1);
-    this.taken--;
-  }
-}
-
 const claimedFromRow = (row: CandidateRow, lease: string): ClaimedDelivery => ({
   accountId: row.account_id,
   id: row.id,
@@ -208,57 +212,107 @@ const claimedFromRow = (row: CandidateRow, lease: string): ClaimedDelivery => ({
   body: row.item,
 });
 
+interface ClaimStateRow {
+  account_id: string;
+  id: string;
+  state: DeliveryState;
+  lease: string | null;
+}
+
+async function claimStates(
+  pool: pg.Pool,
+  claims: readonly ClaimedDelivery[],
+): Promise<Map<string, ClaimStateRow>> {
+  const result = await pool.query<ClaimStateRow>({
+    name: 'wb_claim_states',
+    text: `SELECT d.account_id, d.id, d.state, d.lease FROM deliveries d
+           JOIN unnest($1::uuid[], $2::text[]) AS u (account_id, id) ON d.account_id = u.account_id AND d.id = u.id`,
+    values: [claims.map((c) => c.accountId), claims.map((c) => c.id)],
+  });
+  return new Map(result.rows.map((row) => [`${row.account_id}\u0000${row.id}`, row]));
+}
+
+/** Those claims that may still be sent (finish.ts maySend), in one query; the others are handed back. */
+export async function recheck(
+  pool: pg.Pool,
+  claims: readonly ClaimedDelivery[],
+  now: Date,
+): Promise<ClaimedDelivery[]> {
+  if (claims.length === 0) return [];
+  const states = await claimStates(pool, claims);
+  const sendable: ClaimedDelivery[] = [];
+  for (const claimed of claims) {
+    if (maySend(states.get(`${claimed.accountId}\u0000${claimed.id}`) ?? null, claimed.lease)) {
+      sendable.push(claimed);
+    } else {
+      await release(pool, claimed, now);
+    }
+  }
+  return sendable;
+}
+
+/** How often a finish tries again after the delivery's state changed under it. */
+const FINISH_TRIES = 3;
+
 /**
- * Records an attempt, in one statement so it needs no transaction: the delivery's new state (only if the lease
- * is still ours), its attempt log entry, and turning the account's callbacks off after a 410. The delivery row
- * is locked before the account row, the order ingest takes them in too.
+ * Records an attempt as finish.ts settles it on the stored delivery. The rule is applied to the state the write
+ * expects (pending, as claimed, first; then the state read back), and the write is made only if that is still
+ * the stored state: ingest may supersede the delivery at any moment, and then the rule is applied again to what
+ * is there. So the common case is one statement, needing no transaction: the delivery's new state (only if the
+ * lease is still ours), its attempt log entry, and turning the account's callbacks off after a 410. The
+ * delivery row is locked before the account row, the order ingest takes them in too.
  */
 export async function finish(
   pool: pg.Pool,
   claimed: ClaimedDelivery,
   outcome: AttemptOutcome,
 ): Promise<void> {
-  const { attempt, next } = outcome;
-  await pool.query({
-    name: 'wb_finish_attempt',
-    // A delivery superseded while its attempt was in flight stays superseded, unless that attempt delivered it.
-    // The log is numbered within the delivery's whole history: `attempts` restarts at a redelivery, the log
-    // does not.
-    text: `WITH done AS (
-             UPDATE deliveries SET
-               attempts = attempts + 1,
-               state = CASE WHEN state = 'superseded' AND $4::text <> 'delivered' THEN 'superseded' ELSE $4::text END,
-               next_attempt_at = CASE WHEN state = 'superseded' OR $4::text <> 'pending' THEN NULL
-                                      ELSE $5::timestamptz END,
-               lease = NULL, lease_until = NULL,
-               last_at = $6, last_http_status = $7, last_error = $8, last_duration_ms = $9
-             WHERE account_id = $1::uuid AND id = $2 AND lease = $3
-             RETURNING account_id, seq
-           ), logged AS (
-             INSERT INTO delivery_attempts (account_id, seq, n, at, http_status, error, duration_ms)
-             SELECT d.account_id, d.seq,
-               coalesce((SELECT max(x.n) FROM delivery_attempts x
-                         WHERE x.account_id = d.account_id AND x.seq = d.seq), 0) + 1,
-               $6, $7, $8, $9
-             FROM done d
-           ), disabled AS (
-             UPDATE accounts SET callback_enabled = false
-             WHERE $10::boolean AND id IN (SELECT account_id FROM done)
-           )
-           SELECT count(*) AS n FROM done`,
-    values: [
-      claimed.accountId,
-      claimed.id,
-      claimed.lease,
-      next.state,
-      next.state === 'pending' ? next.at.toISOString() : null,
-      attempt.at.toISOString(),
-      attempt.httpStatus,
-      attempt.error,
-      Math.round(attempt.durationMs),
-      next.state === 'dead' && next.disableAccount,
-    ],
-  });
+  const { attempt } = outcome;
+  const key = `${claimed.accountId}\u0000${claimed.id}`;
+  let stored: StoredClaim | undefined = { state: 'pending', lease: claimed.lease };
+  for (let tries = 0; tries < FINISH_TRIES; tries++) {
+    if (tries > 0) stored = (await claimStates(pool, [claimed])).get(key);
+    const settled = settleAttempt(stored ?? null, claimed.lease, outcome);
+    if (!stored || !settled) return;
+    const result = await pool.query<{ n: number }>({
+      name: 'wb_finish_attempt',
+      // The log is numbered within the delivery's whole history: `attempts` restarts at a redelivery, the log
+      // does not.
+      text: `WITH done AS (
+               UPDATE deliveries SET
+                 attempts = attempts + 1, state = $4, next_attempt_at = $5, lease = NULL, lease_until = NULL,
+                 last_at = $6, last_http_status = $7, last_error = $8, last_duration_ms = $9
+               WHERE account_id = $1::uuid AND id = $2 AND lease = $3 AND state = $11
+               RETURNING account_id, seq
+             ), logged AS (
+               INSERT INTO delivery_attempts (account_id, seq, n, at, http_status, error, duration_ms)
+               SELECT d.account_id, d.seq,
+                 coalesce((SELECT max(x.n) FROM delivery_attempts x
+                           WHERE x.account_id = d.account_id AND x.seq = d.seq), 0) + 1,
+                 $6, $7, $8, $9
+               FROM done d
+             ), disabled AS (
+               UPDATE accounts SET callback_enabled = false
+               WHERE $10::boolean AND id IN (SELECT account_id FROM done)
+             )
+             SELECT count(*)::int AS n FROM done`,
+      values: [
+        claimed.accountId,
+        claimed.id,
+        claimed.lease,
+        settled.state,
+        settled.nextAttemptAt?.toISOString() ?? null,
+        attempt.at.toISOString(),
+        attempt.httpStatus,
+        attempt.error,
+        Math.round(attempt.durationMs),
+        settled.disableCallbacks,
+        stored.state,
+      ],
+    });
+    if ((result.rows[0]?.n ?? 0) > 0) return;
+  }
+  throw new Error('the delivery kept changing while its attempt was recorded');
 }
 
 export async function release(pool: pg.Pool, claimed: ClaimedDelivery, now: Date): Promise<void> {
@@ -272,25 +326,24 @@ export async function release(pool: pg.Pool, claimed: ClaimedDelivery, now: Date
 }
 
 /**
- * When the relay should look again: the earliest due time of an unleased pending delivery, or the earliest
- * lease expiry of a leased one (a crashed attempt is due again then). Paused deliveries (callbacks off) are not
- * due. Two probes, each on its own index, rather than one pass over every pending delivery.
+ * When the relay should look again (claim-policy.ts nextDue), from the earliest pending deliveries of each
+ * account with callbacks on: a paused backlog (callbacks off), however long, is never read, and a delivery
+ * waiting on its recipient's attempt in flight is not taken for due.
  */
-export async function nextDue(pool: pg.Pool): Promise<Date | null> {
-  const result = await pool.query<{ due: Date | null }>({
+export async function nextDue(pool: pg.Pool, now: Date): Promise<Date | null> {
+  const result = await pool.query<PendingRow>({
     name: 'wb_next_due',
-    text: `SELECT least(
-             (SELECT d.next_attempt_at FROM deliveries d JOIN accounts a ON a.id = d.account_id
-              WHERE d.state = 'pending' AND d.lease_until IS NULL
-                AND a.callback_url IS NOT NULL AND a.callback_enabled
-              ORDER BY d.next_attempt_at LIMIT 1),
-             (SELECT min(greatest(d.next_attempt_at, d.lease_until))
-              FROM deliveries d JOIN accounts a ON a.id = d.account_id
-              WHERE d.state = 'pending' AND d.lease_until IS NOT NULL
-                AND a.callback_url IS NOT NULL AND a.callback_enabled)
-           ) AS due`,
+    text: `SELECT c.* FROM accounts a
+           CROSS JOIN LATERAL (
+             SELECT ${PENDING_COLUMNS} FROM deliveries d
+             WHERE d.account_id = a.id AND d.state = 'pending'
+             ORDER BY d.next_attempt_at, d.seq
+             LIMIT $1
+           ) c
+           WHERE a.callback_url IS NOT NULL AND a.callback_enabled`,
+    values: [NEXT_DUE_WINDOW],
   });
-  return result.rows[0]?.due ?? null;
+  return nextDueOf(result.rows.map(candidateOf), now);
 }
 
 /** Whole-queue counts for the metrics; each reads a partial index (or the small parked table). */
@@ -364,10 +417,27 @@ const lockRecipientKeys = (deliveries: string): string => `SELECT 1 FROM message
   ORDER BY k.id, k.channel_user_id
   FOR UPDATE OF k`;
 
-const NEWEST_OF_RECIPIENT = `NOT EXISTS (
+/** A delivery's seq and state, and whether a newer delivery of its recipient exists (redeliver.ts). */
+const REDELIVERY_COLUMNS = `d.seq, d.state, EXISTS (
   SELECT 1 FROM deliveries n
   WHERE n.account_id = d.account_id AND n.message_id = d.message_id AND n.recipient = d.recipient
-    AND n.seq > d.seq)`;
+    AND n.seq > d.seq) AS "newerOfRecipient"`;
+
+interface RedeliveryRow {
+  seq: number;
+  state: DeliveryState;
+  newerOfRecipient: boolean;
+}
+
+/** Makes these deliveries pending again with a fresh schedule. */
+async function requeue(client: pg.PoolClient, accountId: string, seqs: readonly number[], now: Date) {
+  await client.query({
+    name: 'wb_requeue',
+    text: `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = $3
+           WHERE account_id = $1 AND seq = ANY($2::bigint[])`,
+    values: [accountId, seqs, now.toISOString()],
+  });
+}
 
 export async function redeliver(
   pool: pg.Pool,
@@ -381,19 +451,18 @@ export async function redeliver(
       text: lockRecipientKeys('d.id = $2'),
       values: [accountId, id],
     });
-    const updated = await client.query<DeliveryRow>({
-      name: 'wb_redeliver',
-      text: `UPDATE deliveries d SET state = 'pending', attempts = 0, next_attempt_at = $3
-             FROM receipt_events e
-             WHERE d.account_id = $1 AND d.id = $2 AND d.state <> 'superseded' AND ${NEWEST_OF_RECIPIENT}
-               AND e.account_id = d.account_id AND e.seq = d.seq
-             RETURNING ${DELIVERY_COLUMNS}`,
-      values: [accountId, id, now.toISOString()],
+    const loaded = await client.query<RedeliveryRow>({
+      name: 'wb_redelivery_row',
+      text: `SELECT ${REDELIVERY_COLUMNS} FROM deliveries d WHERE d.account_id = $1 AND d.id = $2`,
+      values: [accountId, id],
     });
-    const row = updated.rows[0];
-    if (row) return { commit: true, value: deliveryFromRow(row) };
-    const exists = (await deliveryRow(client, accountId, id)) !== undefined;
-    return { commit: false, value: exists ? 'superseded' : null };
+    const row = loaded.rows[0];
+    if (!row) return { commit: false, value: null };
+    const refusal = redeliveryRefusal(row);
+    if (refusal) return { commit: false, value: refusal };
+    await requeue(client, accountId, [row.seq], now);
+    const updated = await deliveryRow(client, accountId, id);
+    return { commit: true, value: updated ? deliveryFromRow(updated) : null };
   });
 }
 
@@ -404,12 +473,102 @@ export async function redeliverDead(pool: pg.Pool, accountId: string, now: Date)
       text: lockRecipientKeys(`d.state = 'dead'`),
       values: [accountId],
     });
-    const updated = await client.query({
-      name: 'wb_redeliver_dead',
-      text: `UPDATE deliveries d SET state = 'pending', attempts = 0, next_attempt_at = $2
-             WHERE d.account_id = $1 AND d.state = 'dead' AND ${NEWEST_OF_RECIPIENT}`,
-      values: [accountId, now.toISOString()],
+    const dead = await client.query<RedeliveryRow>({
+      name: 'wb_dead_rows',
+      text: `SELECT ${REDELIVERY_COLUMNS} FROM deliveries d WHERE d.account_id = $1 AND d.state = 'dead'`,
+      values: [accountId],
     });
-    return { commit: true, value: updated.rowCount ?? 0 };
+    const chosen = redeliverableDead(dead.rows);
+    if (chosen.length > 0) {
+      await requeue(
+        client,
+        accountId,
+        chosen.map((row) => row.seq),
+        now,
+      );
+    }
+    return { commit: true, value: chosen.length };
+  });
+}
+
+/**
+ * Backfill (backfill.ts planBackfill). The keys of the recipients with an event since `since` are locked first,
+ * as in a redelivery: an ingest recording a newer event of one of them either committed before (and its event
+ * is read here) or waits until the backfill commits (and supersedes what it queued).
+ */
+export async function backfill(
+  pool: pg.Pool,
+  accountId: string,
+  since: Date,
+  now: Date,
+): Promise<number | 'callbacks-off' | null> {
+  return inTransaction<number | 'callbacks-off' | null>(pool, async (client) => {
+    const account = await client.query<{ callback_url: string | null; callback_enabled: boolean }>({
+      name: 'wb_backfill_account',
+      text: 'SELECT callback_url, callback_enabled FROM accounts WHERE id = $1 FOR SHARE',
+      values: [accountId],
+    });
+    const row = account.rows[0];
+    if (!row) return { commit: false, value: null };
+    if (!callbacksOn({ callbackUrl: row.callback_url, callbackEnabled: row.callback_enabled })) {
+      return { commit: false, value: 'callbacks-off' };
+    }
+    await client.query({
+      name: 'wb_backfill_lock',
+      text: `SELECT 1 FROM message_keys k
+             WHERE k.account_id = $1 AND (k.id, k.channel_user_id) IN (
+               SELECT e.message_id, e.recipient FROM receipt_events e
+               WHERE e.account_id = $1 AND e.recorded_at >= $2)
+             ORDER BY k.id, k.channel_user_id
+             FOR UPDATE OF k`,
+      values: [accountId, since.toISOString()],
+    });
+    // The events since `since` (one pass over the account's feed: events have no index by time), and the
+    // older pending deliveries a backfilled one may supersede.
+    const loaded = await client.query<{
+      seq: number;
+      message_id: string;
+      recipient: string;
+      recorded_at: Date;
+      delivery: DeliveryState | null;
+    }>({
+      name: 'wb_backfill_rows',
+      text: `SELECT e.seq, e.message_id, e.recipient, e.recorded_at, d.state AS delivery
+             FROM receipt_events e LEFT JOIN deliveries d ON d.account_id = e.account_id AND d.seq = e.seq
+             WHERE e.account_id = $1 AND e.recorded_at >= $2
+             UNION ALL
+             SELECT d.seq, d.message_id, d.recipient, e.recorded_at, d.state
+             ${FROM_DELIVERIES}
+             WHERE d.account_id = $1 AND d.state = 'pending' AND e.recorded_at < $2`,
+      values: [accountId, since.toISOString()],
+    });
+    const events: BackfillEvent[] = loaded.rows.map((r) => ({
+      seq: r.seq,
+      messageId: r.message_id,
+      to: r.recipient,
+      recordedAt: r.recorded_at,
+      delivery: r.delivery,
+    }));
+    const plan = planBackfill(events, since);
+    if (plan.supersede.length > 0) {
+      await client.query({
+        name: 'wb_backfill_supersede',
+        text: `UPDATE deliveries SET state = 'superseded', next_attempt_at = NULL
+               WHERE account_id = $1 AND seq = ANY($2::bigint[]) AND state = 'pending'`,
+        values: [accountId, plan.supersede],
+      });
+    }
+    if (plan.queue.length > 0) {
+      await client.query({
+        name: 'wb_backfill_queue',
+        text: `INSERT INTO deliveries (account_id, seq, id, message_id, recipient, state, created_at,
+                 message_created_at, next_attempt_at)
+               SELECT e.account_id, e.seq, e.id, e.message_id, e.recipient, 'pending', $3, e.message_created_at, $3
+               FROM receipt_events e WHERE e.account_id = $1 AND e.seq = ANY($2::bigint[])`,
+        values: [accountId, plan.queue, now.toISOString()],
+      });
+    }
+    if (plan.requeue.length > 0) await requeue(client, accountId, plan.requeue, now);
+    return { commit: true, value: queuedBy(plan) };
   });
 }

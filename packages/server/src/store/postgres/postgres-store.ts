@@ -353,6 +353,9 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
     async claimDeliveries(request) {
       return outbox.claim(primary, request);
     },
+    async recheckClaims(claims) {
+      return outbox.recheck(primary, claims, new Date());
+    },
     async finishAttempt(claimed, outcome) {
       await outbox.finish(primary, claimed, outcome);
     },
@@ -360,7 +363,7 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
       await outbox.release(primary, claimed, new Date());
     },
     async nextDeliveryDue() {
-      return outbox.nextDue(primary);
+      return outbox.nextDue(primary, new Date());
     },
     async listDeliveries(accountId, query) {
       if (!isUuid(accountId)) return [];
@@ -377,6 +380,10 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
     async redeliverDead(accountId, now) {
       if (!isUuid(accountId)) return 0;
       return outbox.redeliverDead(primary, accountId, now);
+    },
+    async backfillDeliveries(accountId, since, now) {
+      if (!isUuid(accountId)) return null;
+      return outbox.backfill(primary, accountId, since, now);
     },
     async outboxStats() {
       return outbox.stats(primary);

@@ -1,8 +1,24 @@
 import type { Database } from 'better-sqlite3';
-import type { Delivery, DeliveryDetail } from '../../domain/deliveries/delivery.js';
+import type { AttemptOutcome } from '../../domain/deliveries/attempt-outcome.js';
+import { type BackfillEvent, planBackfill, queuedBy } from '../../domain/deliveries/backfill.js';
+import {
+  type ClaimCandidate,
+  ClaimPicker,
+  candidateWindow,
+  NEXT_DUE_WINDOW,
+  nextDue as nextDueOf,
+} from '../../domain/deliveries/claim-policy.js';
+import {
+  callbacksOn,
+  type Delivery,
+  type DeliveryDetail,
+  type DeliveryState,
+} from '../../domain/deliveries/delivery.js';
 import type { PlannedEvent, ReceiptEvent, RecipientRef } from '../../domain/deliveries/events.js';
+import { maySend, settleAttempt } from '../../domain/deliveries/finish.js';
+import { redeliverableDead, redeliveryRefusal } from '../../domain/deliveries/redeliver.js';
 import type { DlrItem } from '../../domain/wire.js';
-import type { AttemptOutcome, ClaimedDelivery, ClaimRequest, DeliveryListQuery } from '../store.js';
+import type { ClaimedDelivery, ClaimRequest, DeliveryListQuery } from '../store.js';
 import {
   type AttemptRow,
   attemptFromRow,
@@ -12,22 +28,61 @@ import {
 } from './rows.js';
 import type { Prepared } from './statements.js';
 
-/** Receipt events, the callback outbox and its attempt log on SQLite. */
+/**
+ * Receipt events, the callback outbox and its attempt log on SQLite. The delivery rules are
+ * domain/deliveries/*: this file loads what they decide on, leases and writes.
+ */
 
-interface CandidateRow {
+/** A pending delivery as the claim and next-due rules read it (claim-policy.ts ClaimCandidate). */
+interface PendingRow {
   account_id: string;
   seq: number;
-  id: string;
   message_id: string;
   recipient: string;
-  attempts: number;
+  next_attempt_at: number;
   created_at: number;
+  lease_until: number | null;
+  recipient_lease_until: number | null;
+}
+
+interface CandidateRow extends PendingRow {
+  id: string;
+  attempts: number;
   item: string;
+}
+
+interface AccountCallbackRow {
+  account_id: string;
   callback_url: string;
   callback_secret: string;
   previous_callback_secret: string | null;
   previous_callback_secret_until: number | null;
 }
+
+const candidateOf = <R extends PendingRow>(row: R): ClaimCandidate & { row: R } => ({
+  accountId: row.account_id,
+  seq: row.seq,
+  messageId: row.message_id,
+  to: row.recipient,
+  nextAttemptAt: new Date(row.next_attempt_at),
+  createdAt: new Date(row.created_at),
+  leaseUntil: row.lease_until === null ? null : new Date(row.lease_until),
+  recipientLeaseUntil: row.recipient_lease_until === null ? null : new Date(row.recipient_lease_until),
+  row,
+});
+
+/** The latest lease end among the other deliveries of d's recipient (deliveries_recipient). */
+const RECIPIENT_LEASE = `(SELECT max(b.lease_until) FROM deliveries b
+   WHERE b.account_id = d.account_id AND b.message_id = d.message_id AND b.recipient = d.recipient
+     AND b.seq <> d.seq) AS recipient_lease_until`;
+
+const PENDING_COLUMNS = `d.account_id, d.seq, d.message_id, d.recipient, d.next_attempt_at, d.created_at,
+  d.lease_until, ${RECIPIENT_LEASE}`;
+
+/** Whether a newer delivery of d's recipient exists (redeliver.ts). */
+const NEWER_OF_RECIPIENT = `EXISTS (SELECT 1 FROM deliveries n
+   WHERE n.account_id = d.account_id AND n.message_id = d.message_id AND n.recipient = d.recipient
+     AND n.seq > d.seq) AS newer`;
 
 const FROM_DELIVERIES =
   'FROM deliveries d JOIN receipt_events e ON e.account_id = d.account_id AND e.seq = d.seq';
@@ -68,17 +123,7 @@ export function prepareOutbox(db: Database) {
        WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
     ),
     // Accounts with callbacks on and something due: each is then asked for its own oldest due deliveries.
-    dueAccounts: prepare<
-      [{ now: number }],
-      Pick<
-        CandidateRow,
-        | 'account_id'
-        | 'callback_url'
-        | 'callback_secret'
-        | 'previous_callback_secret'
-        | 'previous_callback_secret_until'
-      >
-    >(
+    dueAccounts: prepare<[{ now: number }], AccountCallbackRow>(
       `SELECT a.id AS account_id, a.callback_url, a.callback_secret, a.previous_callback_secret,
          a.previous_callback_secret_until
        FROM accounts a
@@ -87,25 +132,17 @@ export function prepareOutbox(db: Database) {
            SELECT 1 FROM deliveries d INDEXED BY deliveries_account_due
            WHERE d.account_id = a.id AND d.state = 'pending' AND d.next_attempt_at <= @now)`,
     ),
-    // Due and unleased, of a recipient with no attempt in flight (a superseded delivery may still be in flight:
-    // the newer one waits for it, so the two never cross).
-    candidates: prepare<
-      [{ account: string; now: number; limit: number }],
-      Omit<
-        CandidateRow,
-        'callback_url' | 'callback_secret' | 'previous_callback_secret' | 'previous_callback_secret_until'
-      >
-    >(
-      `SELECT d.account_id, d.seq, d.id, d.message_id, d.recipient, d.attempts, d.created_at, e.item
+    // An account's oldest due, unleased deliveries, pre-selected on the index for claim-policy.ts to choose from.
+    candidates: prepare<[{ account: string; now: number; limit: number }], CandidateRow>(
+      `SELECT ${PENDING_COLUMNS}, d.id, d.attempts, e.item
        ${FROM_DELIVERIES.replace('deliveries d', 'deliveries d INDEXED BY deliveries_account_due')}
        WHERE d.account_id = @account AND d.state = 'pending' AND d.next_attempt_at <= @now
          AND (d.lease_until IS NULL OR d.lease_until <= @now)
-         AND NOT EXISTS (
-           SELECT 1 FROM deliveries b
-           WHERE b.account_id = d.account_id AND b.message_id = d.message_id AND b.recipient = d.recipient
-             AND b.seq <> d.seq AND b.lease_until > @now)
        ORDER BY d.next_attempt_at, d.seq
        LIMIT @limit`,
+    ),
+    claimState: prepare<[string, string], { state: DeliveryState; lease: string | null }>(
+      'SELECT state, lease FROM deliveries WHERE account_id = ? AND id = ?',
     ),
     lease: prepare<[string, number, string, number]>(
       'UPDATE deliveries SET lease = ?, lease_until = ? WHERE account_id = ? AND seq = ?',
@@ -126,12 +163,8 @@ export function prepareOutbox(db: Database) {
       ],
       { seq: number }
     >(
-      // A delivery superseded while its attempt was in flight stays superseded, unless that attempt delivered it.
       `UPDATE deliveries SET
-         attempts = attempts + 1,
-         state = CASE WHEN state = 'superseded' AND @state <> 'delivered' THEN 'superseded' ELSE @state END,
-         next_attempt_at = CASE WHEN state = 'superseded' OR @state <> 'pending' THEN NULL ELSE @next END,
-         lease = NULL, lease_until = NULL,
+         attempts = attempts + 1, state = @state, next_attempt_at = @next, lease = NULL, lease_until = NULL,
          last_at = @at, last_http_status = @status, last_error = @error, last_duration_ms = @duration
        WHERE account_id = @account AND id = @id AND lease = @lease
        RETURNING seq`,
@@ -159,13 +192,18 @@ export function prepareOutbox(db: Database) {
          next_attempt_at = CASE WHEN state = 'pending' THEN ? ELSE NULL END
        WHERE account_id = ? AND id = ? AND lease = ?`,
     ),
-    // Paused deliveries (callbacks off) are not due; a leased one is due again when its lease runs out.
-    nextDue: prepare<[], { due: number | null }>(
-      `SELECT min(max(d.next_attempt_at, coalesce(d.lease_until, 0))) AS due
-       FROM (SELECT account_id, next_attempt_at, lease_until FROM deliveries INDEXED BY deliveries_due
-             WHERE state = 'pending' ORDER BY next_attempt_at LIMIT 256) d
-       JOIN accounts a ON a.id = d.account_id
-       WHERE a.callback_url IS NOT NULL AND a.callback_enabled`,
+    // Paused deliveries (callbacks off) are never due, so only accounts with callbacks on are looked at, each
+    // on its own slice of the index: a paused backlog, however long, costs nothing here.
+    pendingAccounts: prepare<[], { account_id: string }>(
+      `SELECT a.id AS account_id FROM accounts a
+       WHERE a.callback_url IS NOT NULL AND a.callback_enabled
+         AND EXISTS (SELECT 1 FROM deliveries d INDEXED BY deliveries_account_due
+                     WHERE d.account_id = a.id AND d.state = 'pending')`,
+    ),
+    earliestPending: prepare<[string, number], PendingRow>(
+      `SELECT ${PENDING_COLUMNS} FROM deliveries d INDEXED BY deliveries_account_due
+       WHERE d.account_id = ? AND d.state = 'pending'
+       ORDER BY d.next_attempt_at, d.seq LIMIT ?`,
     ),
     stats: prepare<[], { pending: number; dead: number; parked: number }>(
       `SELECT (SELECT count(*) FROM deliveries INDEXED BY deliveries_due WHERE state = 'pending') AS pending,
@@ -180,20 +218,48 @@ export function prepareOutbox(db: Database) {
     attempts: prepare<[string, number], AttemptRow>(
       'SELECT at, http_status, error, duration_ms FROM delivery_attempts WHERE account_id = ? AND seq = ? ORDER BY n',
     ),
-    newerOfRecipient: prepare<[string, string, string, number], { one: number }>(
-      `SELECT 1 AS one FROM deliveries WHERE account_id = ? AND message_id = ? AND recipient = ? AND seq > ?
-       LIMIT 1`,
+    redeliveryRow: prepare<[string, string], { seq: number; state: DeliveryState; newer: number }>(
+      `SELECT d.seq, d.state, ${NEWER_OF_RECIPIENT} FROM deliveries d WHERE d.account_id = ? AND d.id = ?`,
+    ),
+    deadRows: prepare<[string], { seq: number; state: DeliveryState; newer: number }>(
+      `SELECT d.seq, d.state, ${NEWER_OF_RECIPIENT} FROM deliveries d INDEXED BY deliveries_dead
+       WHERE d.account_id = ? AND d.state = 'dead'`,
     ),
     redeliver: prepare<[number, string, number]>(
       `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = ? WHERE account_id = ? AND seq = ?`,
     ),
-    redeliverDead: prepare<[number, string]>(
-      `UPDATE deliveries AS d SET state = 'pending', attempts = 0, next_attempt_at = ?
-       WHERE d.account_id = ? AND d.state = 'dead'
-         AND NOT EXISTS (
-           SELECT 1 FROM deliveries n
-           WHERE n.account_id = d.account_id AND n.message_id = d.message_id AND n.recipient = d.recipient
-             AND n.seq > d.seq)`,
+    accountCallbacks: prepare<[string], { callback_url: string | null; callback_enabled: number }>(
+      'SELECT callback_url, callback_enabled FROM accounts WHERE id = ?',
+    ),
+    // The events since `since` (one pass over the account's feed: events have no index by time), and the
+    // older pending deliveries a backfilled one may supersede.
+    backfillRows: prepare<
+      [{ account: string; since: number }],
+      {
+        seq: number;
+        message_id: string;
+        recipient: string;
+        recorded_at: number;
+        delivery: DeliveryState | null;
+      }
+    >(
+      `SELECT e.seq, e.message_id, e.recipient, e.recorded_at, d.state AS delivery
+       FROM receipt_events e LEFT JOIN deliveries d ON d.account_id = e.account_id AND d.seq = e.seq
+       WHERE e.account_id = @account AND e.recorded_at >= @since
+       UNION ALL
+       SELECT d.seq, d.message_id, d.recipient, e.recorded_at, d.state
+       ${FROM_DELIVERIES.replace('deliveries d', 'deliveries d INDEXED BY deliveries_account_due')}
+       WHERE d.account_id = @account AND d.state = 'pending' AND e.recorded_at < @since`,
+    ),
+    backfillQueue: prepare<[{ account: string; seq: number; now: number }]>(
+      `INSERT INTO deliveries (account_id, seq, id, message_id, recipient, state, created_at, message_created_at,
+         next_attempt_at)
+       SELECT account_id, seq, id, message_id, recipient, 'pending', @now, message_created_at, @now
+       FROM receipt_events WHERE account_id = @account AND seq = @seq`,
+    ),
+    supersedeOne: prepare<[string, number]>(
+      `UPDATE deliveries SET state = 'superseded', next_attempt_at = NULL
+       WHERE account_id = ? AND seq = ? AND state = 'pending'`,
     ),
     pruneAttempts: prepare<[number]>(
       `DELETE FROM delivery_attempts WHERE (account_id, seq) IN (
@@ -270,57 +336,72 @@ export function listEvents(
 }
 
 /**
- * Chooses and leases due deliveries within the request's limits, one per recipient. Each account with room is
- * asked for its own oldest due deliveries, and the accounts take turns (every account's first, then every
- * account's second…), so an account with a long backlog never holds up the others: it only ever gets its share.
+ * Leases due deliveries within the request's limits (claim-policy.ts: accounts take turns, one per recipient, none
+ * whose recipient has an attempt in flight). Each account with callbacks on, something due and room left is asked
+ * for its own oldest due deliveries; the picker chooses among them all. Runs in one IMMEDIATE transaction.
  */
 export function claim(outbox: Outbox, request: ClaimRequest): ClaimedDelivery[] {
   const now = request.now.getTime();
-  const turns: { row: CandidateRow; turn: number }[] = [];
+  const picker = new ClaimPicker(request);
+  const accounts = new Map<string, AccountCallbackRow>();
+  const candidates: (ClaimCandidate & { row: CandidateRow })[] = [];
   for (const account of outbox.dueAccounts.all({ now })) {
-    const room = request.perAccount - (request.inFlight.get(account.account_id) ?? 0);
-    if (room <= 0) continue;
-    const rows = outbox.candidates.all({ account: account.account_id, now, limit: room });
-    const recipients = new Set<string>();
-    let turn = 0;
-    for (const row of rows) {
-      const recipient = `${row.message_id}\u0000${row.recipient}`;
-      if (recipients.has(recipient)) continue;
-      recipients.add(recipient);
-      turns.push({ row: { ...row, ...account }, turn: turn++ });
-    }
+    if (picker.accountRoom(account.account_id) <= 0) continue;
+    accounts.set(account.account_id, account);
+    const rows = outbox.candidates.all({
+      account: account.account_id,
+      now,
+      limit: candidateWindow(request.perAccount),
+    });
+    for (const row of rows) candidates.push(candidateOf(row));
   }
-  turns.sort((a, b) => a.turn - b.turn || a.row.created_at - b.row.created_at);
-  const claimed: ClaimedDelivery[] = [];
-  for (const { row } of turns.slice(0, request.limit)) {
+  return picker.choose(candidates).map(({ row }) => {
     outbox.lease.run(request.lease, request.leaseUntil.getTime(), row.account_id, row.seq);
-    claimed.push({
+    const account = accounts.get(row.account_id) as AccountCallbackRow;
+    return {
       accountId: row.account_id,
       id: row.id,
       lease: request.lease,
       attempts: row.attempts,
       createdAt: new Date(row.created_at),
-      callbackUrl: row.callback_url,
+      callbackUrl: account.callback_url,
       secrets: {
-        current: row.callback_secret,
-        previous: row.previous_callback_secret,
+        current: account.callback_secret,
+        previous: account.previous_callback_secret,
         previousUntil:
-          row.previous_callback_secret_until === null ? null : new Date(row.previous_callback_secret_until),
+          account.previous_callback_secret_until === null
+            ? null
+            : new Date(account.previous_callback_secret_until),
       },
       body: row.item,
-    });
-  }
-  return claimed;
+    };
+  });
 }
 
+/** Those claims that may still be sent (finish.ts maySend); the others are handed back. */
+export function recheck(outbox: Outbox, claims: readonly ClaimedDelivery[], now: Date): ClaimedDelivery[] {
+  return claims.filter((claimed) => {
+    if (maySend(outbox.claimState.get(claimed.accountId, claimed.id) ?? null, claimed.lease)) return true;
+    outbox.release.run(now.getTime(), claimed.accountId, claimed.id, claimed.lease);
+    return false;
+  });
+}
+
+/** Records an attempt as finish.ts settles it; nothing when the lease is no longer this claim's. */
 export function finish(outbox: Outbox, claimed: ClaimedDelivery, outcome: AttemptOutcome): void {
-  const { attempt, next } = outcome;
+  const settled = settleAttempt(
+    outbox.claimState.get(claimed.accountId, claimed.id) ?? null,
+    claimed.lease,
+    outcome,
+  );
+  if (!settled) return;
+  const { attempt } = outcome;
   const done = outbox.finish.get({
     account: claimed.accountId,
     id: claimed.id,
     lease: claimed.lease,
-    state: next.state,
-    next: next.state === 'pending' ? next.at.getTime() : null,
+    state: settled.state,
+    next: settled.nextAttemptAt?.getTime() ?? null,
     at: attempt.at.getTime(),
     status: attempt.httpStatus,
     error: attempt.error,
@@ -335,7 +416,17 @@ export function finish(outbox: Outbox, claimed: ClaimedDelivery, outcome: Attemp
     error: attempt.error,
     duration: Math.round(attempt.durationMs),
   });
-  if (next.state === 'dead' && next.disableAccount) outbox.disableCallbacks.run(claimed.accountId);
+  if (settled.disableCallbacks) outbox.disableCallbacks.run(claimed.accountId);
+}
+
+/** When the relay should look again (claim-policy.ts nextDue), from each active account's earliest deliveries. */
+export function nextDue(outbox: Outbox, now: Date): Date | null {
+  const candidates: ClaimCandidate[] = [];
+  for (const { account_id } of outbox.pendingAccounts.all()) {
+    for (const row of outbox.earliestPending.all(account_id, NEXT_DUE_WINDOW))
+      candidates.push(candidateOf(row));
+  }
+  return nextDueOf(candidates, now);
 }
 
 export function listDeliveries(outbox: Outbox, accountId: string, query: DeliveryListQuery): Delivery[] {
@@ -361,15 +452,45 @@ export function redeliver(
   id: string,
   now: Date,
 ): Delivery | 'superseded' | null {
-  const row = outbox.delivery.get(accountId, id);
+  const row = outbox.redeliveryRow.get(accountId, id);
   if (!row) return null;
-  if (
-    row.state === 'superseded' ||
-    outbox.newerOfRecipient.get(accountId, row.message_id, row.recipient, row.seq)
-  ) {
-    return 'superseded';
-  }
+  const refusal = redeliveryRefusal({ state: row.state, newerOfRecipient: row.newer === 1 });
+  if (refusal) return refusal;
   outbox.redeliver.run(now.getTime(), accountId, row.seq);
   const updated = outbox.delivery.get(accountId, id);
   return updated ? deliveryFromRow(updated) : null;
+}
+
+export function redeliverDead(outbox: Outbox, accountId: string, now: Date): number {
+  const dead = outbox.deadRows.all(accountId).map((row) => ({ ...row, newerOfRecipient: row.newer === 1 }));
+  const chosen = redeliverableDead(dead);
+  for (const row of chosen) outbox.redeliver.run(now.getTime(), accountId, row.seq);
+  return chosen.length;
+}
+
+export function backfill(
+  outbox: Outbox,
+  accountId: string,
+  since: Date,
+  now: Date,
+): number | 'callbacks-off' | null {
+  const account = outbox.accountCallbacks.get(accountId);
+  if (!account) return null;
+  if (!callbacksOn({ callbackUrl: account.callback_url, callbackEnabled: account.callback_enabled === 1 })) {
+    return 'callbacks-off';
+  }
+  const events: BackfillEvent[] = outbox.backfillRows
+    .all({ account: accountId, since: since.getTime() })
+    .map((row) => ({
+      seq: row.seq,
+      messageId: row.message_id,
+      to: row.recipient,
+      recordedAt: new Date(row.recorded_at),
+      delivery: row.delivery,
+    }));
+  const plan = planBackfill(events, since);
+  for (const seq of plan.supersede) outbox.supersedeOne.run(accountId, seq);
+  for (const seq of plan.queue) outbox.backfillQueue.run({ account: accountId, seq, now: now.getTime() });
+  for (const seq of plan.requeue) outbox.redeliver.run(now.getTime(), accountId, seq);
+  return queuedBy(plan);
 }

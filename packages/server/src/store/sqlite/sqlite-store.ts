@@ -109,6 +109,15 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
   const redeliver = db.transaction((accountId: string, id: string, now: Date) =>
     outboxOps.redeliver(outbox, accountId, id, now),
   );
+  const redeliverDead = db.transaction((accountId: string, now: Date) =>
+    outboxOps.redeliverDead(outbox, accountId, now),
+  );
+  const recheck = db.transaction((claims: readonly ClaimedDelivery[]) =>
+    outboxOps.recheck(outbox, claims, new Date()),
+  );
+  const backfill = db.transaction((accountId: string, since: Date, now: Date) =>
+    outboxOps.backfill(outbox, accountId, since, now),
+  );
   const deleteAccount = db.transaction((id: string) => {
     if (!sql.accountById.get(id)) return false;
     for (const statement of sql.deleteAccountData) statement.run(id);
@@ -260,6 +269,9 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     async claimDeliveries(request) {
       return claim.immediate(request);
     },
+    async recheckClaims(claims) {
+      return recheck.immediate(claims);
+    },
     async finishAttempt(claimed, outcome) {
       finish.immediate(claimed, outcome);
     },
@@ -267,8 +279,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
       outbox.release.run(Date.now(), claimed.accountId, claimed.id, claimed.lease);
     },
     async nextDeliveryDue() {
-      const due = outbox.nextDue.get()?.due ?? null;
-      return due === null ? null : new Date(due);
+      return outboxOps.nextDue(outbox, new Date());
     },
     async listDeliveries(accountId, query) {
       return outboxOps.listDeliveries(outbox, accountId, query);
@@ -280,7 +291,10 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
       return redeliver.immediate(accountId, id, now);
     },
     async redeliverDead(accountId, now) {
-      return outbox.redeliverDead.run(now.getTime(), accountId).changes;
+      return redeliverDead.immediate(accountId, now);
+    },
+    async backfillDeliveries(accountId, since, now) {
+      return backfill.immediate(accountId, since, now);
     },
     async outboxStats() {
       const row = outbox.stats.get();
