@@ -42,10 +42,12 @@ function plans(): Map<string, string> {
 }
 
 // Statements that are meant to touch all of an account's rows, or all rows: deleting an account, the start-up
-// statements, the relay's walk of the due index (LIMIT 256, in index order) and the /metrics gauges (counts
-// over the partial pending, dead and parked indexes).
+// statements, the relay's walks of the due index (nextDue; earliestPending, LIMIT 64 per account, in index
+// order), the /metrics gauges (counts over the partial pending, dead and parked indexes), the operator's
+// "redeliver every dead delivery" (the partial dead index) and backfill (one pass over the account's events,
+// which have no index by time).
 const WHOLE_ACCOUNT =
-  /^(deleteAccountData\.\d+|deleteAccountRow|anyAccount|clearCallbackSecrets|outbox\.nextDue|outbox\.stats)$/;
+  /^(deleteAccountData\.\d+|deleteAccountRow|anyAccount|clearCallbackSecrets|outbox\.(nextDue|earliestPending|deadRows|backfillRows|stats))$/;
 
 describe('SQLite query plans', () => {
   const all = plans();
