@@ -182,8 +182,10 @@ function globalError(e: ItemError, start: number, items: readonly InputItem[]): 
   };
 }
 
+const count = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
 function summary(kind: IngestKind, sent: number, totals: Totals): string {
-  if (kind === 'messages') return `${totals.accepted} messages accepted.\n`;
+  if (kind === 'messages') return `${count(totals.accepted, 'message')} accepted.\n`;
   const shown = totals.unknown.slice(0, 20);
   const unknown =
     totals.unknown.length === 0
@@ -193,5 +195,5 @@ function summary(kind: IngestKind, sent: number, totals: Totals): string {
           .join(
             '',
           )}${totals.unknown.length > shown.length ? `  … and ${totals.unknown.length - shown.length} more (--json lists them all)\n` : ''}`;
-  return `${sent} receipts sent: ${totals.applied} applied, ${totals.ignored} ignored, ${totals.unknown.length} unknown.\n${unknown}`;
+  return `${count(sent, 'receipt')} sent: ${totals.applied} applied, ${totals.ignored} ignored, ${totals.unknown.length} unknown.\n${unknown}`;
 }

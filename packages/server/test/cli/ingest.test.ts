@@ -142,7 +142,7 @@ describe('waybill ingest', () => {
     const account = await createAccount('stdin');
     const messages = { messages: [{ ...sms(1), id: 'rc-1', sms: { status: '0' } }] };
     const sent = await waybill(['ingest', 'messages', account.id, '-'], adminEnv(), JSON.stringify(messages));
-    expect(sent).toMatchObject({ code: 0, stdout: '1 messages accepted.\n' });
+    expect(sent).toMatchObject({ code: 0, stdout: '1 message accepted.\n' });
 
     const receipts = [
       { messageId: 'rc-1', drStatuscode: 'delivered', drTime: '2026-11-22 10:00:02.000' },
