@@ -26,8 +26,8 @@ Sends messages or delivery receipts to the account through the running server's 
 token is read from $WAYBILL_ADMIN_TOKEN only (never a flag, so it stays out of shell history and ps).
 
 The input is a file, or - for stdin: a JSON array of items, the API's own body ({"messages": [...]} or
-{"receipts": [...]}), or NDJSON (one item a line). It goes in batches of ${MAX_BATCH}, in order, with a
-progress line on stderr when stderr is a terminal. The server checks each batch whole: one bad item refuses
+{"receipts": [...]}), or NDJSON (one item a line). It goes in batches of at most ${MAX_BATCH} items and 5 MiB
+(the API's limits), in order, with a progress line on stderr when stderr is a terminal. The server checks each batch whole: one bad item refuses
 its batch and nothing of that batch is written. Each refused item is printed with its place in the input:
 "item 1234" is the 1235th item (0-based, as jq .[1234] counts), and NDJSON items name their line too.
 Without --keep-going the first refused batch stops the run; the batches before it are written. Sending the
@@ -100,13 +100,10 @@ export async function ingestCommand(args: string[]): Promise<number> {
   let failure: unknown;
   const progress = startProgress(`sending ${items.length} ${kind}`);
   try {
-    for (let start = 0; start < items.length; start += MAX_BATCH) {
-      const batch = items.slice(start, start + MAX_BATCH);
+    for (const { start, batch, body } of batches(items, kind)) {
       progress.update(`sent ${start} of ${items.length} ${kind}`);
       try {
-        const answer = await api.request<Partial<Totals>>('POST', path, {
-          [kind]: batch.map((i) => i.value),
-        });
+        const answer = await api.requestJson<Partial<Totals>>('POST', path, body);
         totals.accepted += answer.accepted ?? 0;
         totals.applied += answer.applied ?? 0;
         totals.ignored += answer.ignored ?? 0;
@@ -157,6 +154,47 @@ export async function ingestCommand(args: string[]): Promise<number> {
     return code;
   }
   return refused.length > 0 ? EXIT.apiError : EXIT.ok;
+}
+
+/** The server refuses a body over 5 MiB (413, app.ts); a batch is cut before its JSON would pass this. */
+const MAX_BODY_BYTES = 5 * 1024 * 1024;
+
+/**
+ * The input cut into request bodies of at most MAX_BATCH items and MAX_BODY_BYTES, in order; `start` is the
+ * place of a batch's first item in the input. An item too large on its own still goes alone, for the server to
+ * refuse with its own answer.
+ */
+function* batches(
+  items: readonly InputItem[],
+  kind: IngestKind,
+): Generator<{ start: number; batch: InputItem[]; body: string }> {
+  const head = `{"${kind}":[`;
+  const tail = ']}';
+  let start = 0;
+  let parts: string[] = [];
+  let bytes = 0;
+  const take = () => {
+    const out = {
+      start,
+      batch: items.slice(start, start + parts.length),
+      body: `${head}${parts.join(',')}${tail}`,
+    };
+    start += parts.length;
+    parts = [];
+    bytes = 0;
+    return out;
+  };
+  for (const item of items) {
+    const json = JSON.stringify(item.value) ?? 'null';
+    const size = Buffer.byteLength(json) + 1;
+    const full =
+      parts.length === MAX_BATCH ||
+      (parts.length > 0 && head.length + bytes + size + tail.length > MAX_BODY_BYTES);
+    if (full) yield take();
+    parts.push(json);
+    bytes += size;
+  }
+  if (parts.length > 0) yield take();
 }
 
 /** The item errors of a refused batch (400 with `errors`), or undefined when the failure is something else. */

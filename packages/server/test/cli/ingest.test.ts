@@ -138,6 +138,18 @@ describe('waybill ingest', () => {
     expect(await stored(account, ['in-999', 'in-1000', 'in-2499'])).toEqual(['in-1000', 'in-2499', 'in-999']);
   });
 
+  it('cuts batches under the 5 MiB body limit as well as at 1000 items', async () => {
+    const account = await createAccount('large');
+    // 200 items of 60 kB: 12 MB in all, which the server would refuse (413) as one body.
+    const text = 'x'.repeat(60_000);
+    const items = Array.from({ length: 200 }, (_, i) => ({ ...sms(i), text }));
+    const file = join(dir, 'large.json');
+    writeFileSync(file, JSON.stringify(items));
+    const result = await waybill(['ingest', 'messages', account.id, file], adminEnv());
+    expect(result, result.stderr).toMatchObject({ code: 0, stdout: '200 messages accepted.\n' });
+    expect(await stored(account, ['in-0', 'in-199'])).toEqual(['in-0', 'in-199']);
+  });
+
   it('takes the API body or a JSON array on stdin, and reports receipts as the API counts them', async () => {
     const account = await createAccount('stdin');
     const messages = { messages: [{ ...sms(1), id: 'rc-1', sms: { status: '0' } }] };
