@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
@@ -148,6 +148,24 @@ describe('waybill ingest', () => {
     const result = await waybill(['ingest', 'messages', account.id, file], adminEnv());
     expect(result, result.stderr).toMatchObject({ code: 0, stdout: '200 messages accepted.\n' });
     expect(await stored(account, ['in-0', 'in-199'])).toEqual(['in-0', 'in-199']);
+  });
+
+  const hasScript = spawnSync('script', ['--version']).status === 0;
+  it.skipIf(!hasScript)('shows its progress on a terminal, and clears the line at the end', async () => {
+    const account = await createAccount('terminal');
+    const file = join(dir, 'terminal.ndjson');
+    writeFileSync(file, Array.from({ length: 1500 }, (_, i) => JSON.stringify(sms(i))).join('\n'));
+    const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
+    const line = [process.execPath, MAIN, 'ingest', 'messages', account.id, file].map(quote).join(' ');
+    // util-linux `script` runs the command on a pseudo-terminal (stdout and stderr both) and copies its output.
+    const result = spawnSync('script', ['-qec', line, '/dev/null'], {
+      encoding: 'utf8',
+      timeout: 30_000,
+      env: { ...process.env, ...adminEnv() },
+    });
+    expect(result.status, result.stdout).toBe(0);
+    expect(result.stdout).toContain('\rsending 1500 messages… 0 s\x1b[K');
+    expect(result.stdout).toContain('\r\x1b[K1500 messages accepted.');
   });
 
   it('takes the API body or a JSON array on stdin, and reports receipts as the API counts them', async () => {
