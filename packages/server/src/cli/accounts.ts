@@ -106,11 +106,7 @@ function stripSecret(account: Account & { secretHash?: Buffer }): Account {
 }
 
 /** The flag of each settable field, for the messages of a refused value. */
-const FLAG_OF: Record<string, string> = {
-  name: '--name',
-  ipWhitelist: '--ip-whitelist',
-  callbackUrl: '--callback-url',
-};
+const FLAG_OF: Record<string, string> = { name: '--name', callbackUrl: '--callback-url' };
 
 /** Refuses what the operator API would refuse, in the words of the flags (an ApiError becomes a UsageError). */
 function checkFields(fields: { name?: string; ipWhitelist?: string[]; callbackUrl?: string | null }): void {
@@ -118,7 +114,11 @@ function checkFields(fields: { name?: string; ipWhitelist?: string[]; callbackUr
     checkSettable(fields);
   } catch (error) {
     if (!(error instanceof ApiError)) throw error;
-    const param = String(error.extra.param ?? '').replace(/\[\d+\]$/, '');
+    const param = String(error.extra.param ?? '');
+    // The API names a whitelist entry by its place in the body ("ipWhitelist[2]: …"); the problem names the entry.
+    if (param.startsWith('ipWhitelist[')) {
+      throw new UsageError(`--ip-whitelist: ${error.message.replace(/^ipWhitelist\[\d+\]: /, '')}`);
+    }
     throw new UsageError(`${FLAG_OF[param] ?? param}: ${error.message}`);
   }
   if (fields.name !== undefined && (fields.name.length < 1 || fields.name.length > 200))

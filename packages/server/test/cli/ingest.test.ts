@@ -310,9 +310,9 @@ describe('waybill accounts update and rotate-callback-secret', () => {
     );
     expect(ftp.code).toBe(2);
     expect(ftp.stderr).toContain('--callback-url');
-    expect(
-      (await waybill(['accounts', 'update', account.id, '--ip-whitelist', '10.0.0.1/8'], env)).code,
-    ).toBe(2);
+    const range = await waybill(['accounts', 'update', account.id, '--ip-whitelist', '10.0.0.1/8'], env);
+    expect(range.code).toBe(2);
+    expect(range.stderr).toContain('--ip-whitelist: "10.0.0.1/8" has host bits set');
     expect((await waybill(['accounts', 'update', account.id, '--callback-enabled', 'yes'], env)).code).toBe(
       2,
     );
