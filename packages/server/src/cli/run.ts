@@ -79,6 +79,14 @@ export function version(): string {
   return pkg.version;
 }
 
+function unknownCommand(name: string): number {
+  const known = [...Object.keys(COMMANDS), 'help'];
+  process.stderr.write(
+    `waybill: ${unknownWord('command', name, known)}\nRun \`waybill help\` for every command.\n`,
+  );
+  return EXIT.usage;
+}
+
 /** Runs one command line (without `node` and the script) and returns its exit code (CONTRACT §8). */
 export async function runCli(argv: string[]): Promise<number> {
   const [name, ...args] = argv;
@@ -86,6 +94,7 @@ export async function runCli(argv: string[]): Promise<number> {
     const topic = name === 'help' ? args[0] : undefined;
     if (topic !== undefined && Object.hasOwn(COMMANDS, topic))
       return runCli([topic, ...args.slice(1), '--help']);
+    if (topic !== undefined) return unknownCommand(topic);
     process.stdout.write(USAGE);
     return name === undefined ? EXIT.usage : EXIT.ok;
   }
@@ -94,13 +103,7 @@ export async function runCli(argv: string[]): Promise<number> {
     return EXIT.ok;
   }
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-  if (!command) {
-    const known = [...Object.keys(COMMANDS), 'help'];
-    process.stderr.write(
-      `waybill: ${unknownWord('command', name, known)}\nRun \`waybill help\` for every command.\n`,
-    );
-    return EXIT.usage;
-  }
+  if (!command) return unknownCommand(name);
   const help = Object.hasOwn(HELP, name) ? HELP[name] : undefined;
   if (help && wantsHelp(args)) {
     process.stdout.write(help(args));

@@ -41,6 +41,9 @@ describe('the waybill command', () => {
     const result = await run(['acounts', 'show', 'DEMOKEY1']);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('unknown command "acounts"; did you mean accounts?');
+    const help = await run(['help', 'ingset']);
+    expect(help.code).toBe(2);
+    expect(help.stderr).toContain('unknown command "ingset"; did you mean ingest?');
     const far = await run(['frobnicate']);
     expect(far.code).toBe(2);
     expect(far.stderr).toContain('unknown command "frobnicate"');
