@@ -8,6 +8,7 @@ import {
   WaybillClient,
 } from '@waybill/client';
 import { EXIT, UsageError } from './options.js';
+import { unknownOptionMessage } from './suggest.js';
 
 /** What the client commands (`waybill dlr`, `waybill messages`) share: flags, the SDK client, output, failures. */
 
@@ -106,7 +107,7 @@ export function parseCommandLine<T extends { values: { help?: boolean | undefine
   try {
     parsed = parse(args);
   } catch (err) {
-    return usageError((err as Error).message, usage);
+    return usageError(unknownOptionMessage(err, usage) ?? (err as Error).message, usage);
   }
   if (parsed.values.help) {
     process.stdout.write(`${usage}\n`);

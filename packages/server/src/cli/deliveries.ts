@@ -1,16 +1,10 @@
 import { parseArgs } from 'node:util';
-import {
-  type ApiError,
-  ConnectionError,
-  createApiError,
-  describeErrcode,
-  PROBLEM_CODES,
-  TimeoutError,
-} from '@waybill/client';
+import { describeErrcode } from '@waybill/client';
 import { DELIVERY_STATES } from '../domain/deliveries/delivery.js';
 import { isUuid } from '../domain/formats.js';
 import { MAX_DELIVERY_LIMIT } from '../domain/query-params.js';
 import { parseRfc3339 } from '../domain/wire.js';
+import { ADMIN_OPTIONS_HELP, AdminApi, adminHint, adminTarget } from './admin-api.js';
 import {
   cell,
   parseCommandLine,
@@ -20,6 +14,7 @@ import {
   usageError,
 } from './client-commands.js';
 import { EXIT } from './options.js';
+import { unknownWord } from './suggest.js';
 
 /**
  * `waybill deliveries`: the callback deliveries of an account, through the running server's operator API
@@ -56,8 +51,7 @@ is read from $WAYBILL_ADMIN_TOKEN only (never a flag, so it stays out of shell h
   --dead           with redeliver: every dead delivery of the account
   --since TIME     with backfill: an RFC 3339 time, e.g. 2026-11-22T10:00:00Z
   --json           print the API's answer as JSON (for scripts)
-  --url URL        the server (default: $WAYBILL_URL)
-  --timeout MS     give up after MS milliseconds (default: 30000)
+${ADMIN_OPTIONS_HELP}
 
 Exit codes: 0 success, 1 the API answered with an error, 2 bad usage, 3 the server could not be reached.`;
 
@@ -114,16 +108,11 @@ export async function deliveriesCommand(args: string[]): Promise<number> {
   const plan = planAction(action, accountId, rest, values);
   if (typeof plan === 'string') return usageError(plan, USAGE);
 
-  const baseUrl = values.url ?? envValue('WAYBILL_URL');
-  if (baseUrl === undefined) return usageError('no server: pass --url or set WAYBILL_URL', USAGE);
-  if (!URL.canParse(baseUrl) || !/^https?:$/.test(new URL(baseUrl).protocol))
-    return usageError(`--url must be an http(s) URL, got ${JSON.stringify(baseUrl)}`, USAGE);
-  const token = envValue('WAYBILL_ADMIN_TOKEN');
-  if (token === undefined)
-    return usageError('no admin token: set WAYBILL_ADMIN_TOKEN to the server’s operator token', USAGE);
+  const target = adminTarget(values, USAGE);
+  if (typeof target === 'number') return target;
 
   try {
-    const api = new AdminApi(baseUrl, token, requestOptions(values).timeoutMs ?? 30_000);
+    const api = new AdminApi(target.baseUrl, target.token, requestOptions(values).timeoutMs ?? 30_000);
     const account = `/accounts/${encodeURIComponent(plan.accountId)}`;
     switch (plan.action) {
       case 'list': {
@@ -184,7 +173,7 @@ export async function deliveriesCommand(args: string[]): Promise<number> {
     }
   } catch (err) {
     const code = reportFailure(err);
-    hint(err);
+    adminHint(err);
     return code;
   }
 }
@@ -192,8 +181,6 @@ export async function deliveriesCommand(args: string[]): Promise<number> {
 function parseDeliveriesArgs(args: string[]) {
   return parseArgs({ args, options: OPTIONS, allowPositionals: true, strict: true });
 }
-
-const envValue = (name: string): string | undefined => process.env[name]?.trim() || undefined;
 
 type Plan =
   | { action: 'list'; accountId: string; state?: string; limit?: number; cursor?: string }
@@ -209,8 +196,8 @@ function planAction(
   values: Values,
 ): Plan | string {
   if (action === undefined) return 'say what to do: list, show, redeliver or backfill';
-  if (!['list', 'show', 'redeliver', 'backfill'].includes(action))
-    return `unknown deliveries action "${action}"`;
+  const actions = ['list', 'show', 'redeliver', 'backfill'];
+  if (!actions.includes(action)) return unknownWord('deliveries action', action, actions);
   if (accountId === undefined) return `deliveries ${action} needs an account id`;
   if (!isUuid(accountId)) return `"${accountId}" is not an account id (a UUID)`;
   const listOnly = (['state', 'limit', 'cursor'] as const).filter((name) => values[name] !== undefined);
@@ -257,85 +244,6 @@ function planAction(
   if (deliveryId === undefined)
     return action === 'redeliver' ? 'redeliver needs a delivery id, or --dead' : 'show needs a delivery id';
   return { action: action as 'show' | 'redeliver', accountId, deliveryId };
-}
-
-/** The operator API over fetch: bearer token, JSON, a deadline, and the SDK's errors for the CLI's exit codes. */
-class AdminApi {
-  readonly #base: string;
-  readonly #token: string;
-  readonly #timeoutMs: number;
-
-  constructor(baseUrl: string, token: string, timeoutMs: number) {
-    this.#base = `${baseUrl.replace(/\/+$/, '')}/admin/v1`;
-    this.#token = token;
-    this.#timeoutMs = timeoutMs;
-  }
-
-  async request<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
-    const where = `${new URL(this.#base).origin}/admin/v1${path.split('?')[0]}`;
-    const headers: Record<string, string> = {
-      authorization: `Bearer ${this.#token}`,
-      accept: 'application/json',
-    };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    let response: Response;
-    let text: string;
-    const signal = AbortSignal.timeout(this.#timeoutMs);
-    try {
-      response = await fetch(`${this.#base}${path}`, {
-        method,
-        headers,
-        signal,
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-      text = await response.text();
-    } catch (err) {
-      if (signal.aborted) throw new TimeoutError(this.#timeoutMs, { cause: err });
-      const cause = err instanceof Error && err.cause instanceof Error ? ` (${err.cause.message})` : '';
-      throw new ConnectionError(`Could not reach ${where}: ${(err as Error).message}${cause}`, {
-        cause: err,
-      });
-    }
-    let parsed: unknown;
-    try {
-      parsed = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
-    if (response.ok && parsed !== undefined) return parsed as T;
-    throw toError(response, parsed);
-  }
-}
-
-/** A failure answer as an SDK `ApiError`, so `reportFailure` prints it like the client commands do. */
-function toError(response: Response, body: unknown): ApiError {
-  const problem = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {};
-  const slug = typeof problem.code === 'string' ? problem.code : undefined;
-  const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
-  const descr = response.ok
-    ? 'Unexpected answer from the server (not a Waybill response)'
-    : (text(problem.detail) ?? text(problem.title) ?? `HTTP ${response.status}`);
-  return createApiError({
-    status: response.status,
-    code: response.ok ? 11 : ((slug === undefined ? undefined : PROBLEM_CODES[slug]) ?? response.status),
-    descr,
-    problemCode: slug,
-    requestId: response.headers.get('x-request-id') ?? text(problem.requestId),
-    body,
-    headers: response.headers,
-  });
-}
-
-/** A likely cause, after the error itself, for the answers an operator most often gets wrong. */
-function hint(err: unknown): void {
-  const api = err as Partial<ApiError>;
-  if (api.status === 401) {
-    process.stderr.write('waybill: check WAYBILL_ADMIN_TOKEN: it must be the token the server runs with.\n');
-  } else if (api.status === 404 && typeof api.descr === 'string' && api.descr.startsWith('no route')) {
-    process.stderr.write(
-      'waybill: the server has no such operator route: is WAYBILL_ADMIN_TOKEN set on the server (without it every /admin path is 404)?\n',
-    );
-  }
 }
 
 function print(json: boolean, value: unknown, render: () => string): void {

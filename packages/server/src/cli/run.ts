@@ -4,12 +4,14 @@ import { StoreUnavailableError } from '../store/store.js';
 import { ACCOUNTS_USAGE, accountsCommand, accountsHelp } from './accounts.js';
 import { DELIVERIES_USAGE, deliveriesCommand } from './deliveries.js';
 import { dlrCommand } from './dlr.js';
+import { INGEST_USAGE, ingestCommand } from './ingest.js';
 import { messagesCommand } from './messages.js';
 import { MIGRATE_HELP, MIGRATE_USAGE, migrateCommand } from './migrate.js';
 import { EXIT, helpRows, StartupError, settingRows, UsageError, wantsHelp } from './options.js';
 import { PRUNE_HELP, PRUNE_USAGE, pruneCommand } from './prune.js';
 import { receiptsCommand } from './receipts.js';
 import { SERVE_USAGE, serveCommand } from './serve.js';
+import { unknownOptionMessage, unknownWord } from './suggest.js';
 
 /** The `waybill` command line: which command, its help, and what its failures exit with. main.ts loads this. */
 
@@ -29,6 +31,7 @@ Client (WAYBILL_URL, WAYBILL_KEY, WAYBILL_SECRET or --url, --key, --secret):
   waybill receipts [--after CURSOR] [--limit N] [--follow [--interval SECONDS]] [--json]
 
 Operator API of a running server (--url or WAYBILL_URL, and WAYBILL_ADMIN_TOKEN):
+  ${INGEST_USAGE.split('\n').join('\n  ')}
   ${DELIVERIES_USAGE.split('\n').join('\n  ')}
 
 waybill <command> --help shows a command's options; waybill --version its version.
@@ -54,6 +57,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   messages: messagesCommand,
   receipts: receiptsCommand,
   deliveries: deliveriesCommand,
+  ingest: ingestCommand,
 };
 
 /**
@@ -75,6 +79,14 @@ export function version(): string {
   return pkg.version;
 }
 
+function unknownCommand(name: string): number {
+  const known = [...Object.keys(COMMANDS), 'help'];
+  process.stderr.write(
+    `waybill: ${unknownWord('command', name, known)}\nRun \`waybill help\` for every command.\n`,
+  );
+  return EXIT.usage;
+}
+
 /** Runs one command line (without `node` and the script) and returns its exit code (CONTRACT §8). */
 export async function runCli(argv: string[]): Promise<number> {
   const [name, ...args] = argv;
@@ -82,6 +94,7 @@ export async function runCli(argv: string[]): Promise<number> {
     const topic = name === 'help' ? args[0] : undefined;
     if (topic !== undefined && Object.hasOwn(COMMANDS, topic))
       return runCli([topic, ...args.slice(1), '--help']);
+    if (topic !== undefined) return unknownCommand(topic);
     process.stdout.write(USAGE);
     return name === undefined ? EXIT.usage : EXIT.ok;
   }
@@ -90,10 +103,7 @@ export async function runCli(argv: string[]): Promise<number> {
     return EXIT.ok;
   }
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-  if (!command) {
-    process.stderr.write(`waybill: unknown command "${name}"\n\n${USAGE}`);
-    return EXIT.usage;
-  }
+  if (!command) return unknownCommand(name);
   const help = Object.hasOwn(HELP, name) ? HELP[name] : undefined;
   if (help && wantsHelp(args)) {
     process.stdout.write(help(args));
@@ -105,7 +115,8 @@ export async function runCli(argv: string[]): Promise<number> {
     const code = (error as NodeJS.ErrnoException).code ?? '';
     if (error instanceof UsageError || error instanceof ConfigError || code.startsWith('ERR_PARSE_ARGS')) {
       const hint = help ? `\nRun \`waybill ${name} --help\` for its options.` : '';
-      process.stderr.write(`waybill ${name}: ${(error as Error).message}${hint}\n`);
+      const message = (help && unknownOptionMessage(error, help(args))) ?? (error as Error).message;
+      process.stderr.write(`waybill ${name}: ${message}${hint}\n`);
       return EXIT.usage;
     }
     const startup = error instanceof StartupError ? error.message : startupProblem(error);
