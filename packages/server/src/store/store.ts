@@ -246,3 +246,11 @@ export class StoreUnavailableError extends Error {
 export class DuplicateKeyError extends Error {
   override readonly name = 'DuplicateKeyError';
 }
+
+/**
+ * Thrown by {@link Store.ingestMessages} and {@link Store.ingestReceipts} when the account does not exist: it was
+ * deleted after the caller looked it up. The batch wrote nothing.
+ */
+export class UnknownAccountError extends Error {
+  override readonly name = 'UnknownAccountError';
+}

@@ -10,7 +10,7 @@ import {
 } from '../../domain/ingest/plan-messages.js';
 import type { BatchOutcome, MessageUpsert } from '../../domain/ingest/precedence.js';
 import type { IngestOptions, MessageBatchResult } from '../store.js';
-import { callbacksOf, writeEvents } from './event-writes.js';
+import { lockAccount, writeEvents } from './event-writes.js';
 import { insertKeys, lockKeys, readRecords, upsertRecords } from './message-writes.js';
 import { lockParking } from './park-locks.js';
 import { lockParked, unpark } from './parked.js';
@@ -50,7 +50,7 @@ async function loadMessageBatch(
   parkedSince: Date | undefined,
 ): Promise<MessageBatchState> {
   const keys = messageBatchKeys(items);
-  const callbacks = await callbacksOf(client, accountId);
+  const { callbacks } = await lockAccount(client, accountId);
   const { owners, held } = await loadIdentities(client, accountId, keys.identities, keys.namedContacts);
   const conversations = await loadConversations(client, accountId, [
     ...new Set([...keys.namedContacts, ...owners.values()]),

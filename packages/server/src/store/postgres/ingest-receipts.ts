@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { planReceipts, type ReceiptBatchState, type ReceiptPlan } from '../../domain/ingest/plan-receipts.js';
 import type { BatchOutcome, ReceiptInput, ReceiptOutcome } from '../../domain/ingest/precedence.js';
 import type { StoredMessage } from '../../domain/records.js';
-import { callbacksOf, writeEvents } from './event-writes.js';
+import { lockAccount, writeEvents } from './event-writes.js';
 import { countKeysOfIds, type KeyRow, lockKeysOfIds, readRecords, updateSmsState } from './message-writes.js';
 import { lockParking } from './park-locks.js';
 import { park } from './parked.js';
@@ -22,7 +22,7 @@ export async function ingestReceiptsOnce(
   now: Date,
   dryRun = false,
 ): Promise<TransactionResult<BatchOutcome<ReceiptOutcome>> | typeof RETRY> {
-  const callbacks = await callbacksOf(client, accountId);
+  const { callbacks } = await lockAccount(client, accountId);
   const keyRows = await lockKeysOfIds(client, accountId, [...new Set(items.map((i) => i.messageId))]);
   const state: ReceiptBatchState = {
     recipients: await loadRecipients(client, accountId, keyRows),

@@ -255,10 +255,10 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
     async deleteAccount(id) {
       if (!isUuid(id)) return false;
       return inTransaction(primary, async (client) => {
-        // The account row is locked first: a receipt ingest (which updates it) or a new contact (whose foreign
-        // key locks it) waits, then finds the account gone. Children go before their parents: identities and
-        // conversations refer to contacts, messages to conversations, so a message ingested into an existing
-        // conversation meanwhile fails this delete on its foreign key rather than outliving the account.
+        // The account row is locked first, FOR UPDATE: every ingest batch holds it FOR KEY SHARE from its first
+        // statement to its commit (lockAccount), so this waits for the batches under way, and those that come
+        // later wait for this and then find no account. Nothing can write a row of the account while its rows
+        // are deleted here. Children go before their parents (identities and conversations refer to contacts).
         const found = await client.query({
           name: 'wb_delete_account_lock',
           text: 'SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE',

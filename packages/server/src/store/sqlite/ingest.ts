@@ -13,6 +13,7 @@ import {
 } from '../../domain/ingest/plan-receipts.js';
 import type { MessageUpsert, ReceiptInput } from '../../domain/ingest/precedence.js';
 import type { StoredMessage } from '../../domain/records.js';
+import { UnknownAccountError } from '../store.js';
 import { type Outbox, writeEvents } from './outbox.js';
 import {
   type MessageRow,
@@ -33,7 +34,7 @@ import type { Statements } from './statements.js';
 
 function accountOf(sql: Statements, accountId: string) {
   const row = sql.batchAccount.get(accountId);
-  if (!row) throw new Error(`unknown account ${accountId}`);
+  if (!row) throw new UnknownAccountError(`no account ${accountId}`);
   return row;
 }
 
