@@ -5,7 +5,7 @@ import { nextAttemptDelayMs, parseRetryAfter, signWebhook } from '../domain/deli
 import type { CallbackSecrets } from '../domain/records.js';
 import { openSecret } from '../domain/secret-box.js';
 import type { Metrics } from '../http/metrics.js';
-import type { AttemptOutcome, ClaimedDelivery, Store } from '../store/store.js';
+import type { AttemptOutcome, ClaimedDelivery, OutboxStore } from '../store/store.js';
 import { CallbackHttpClient, CallbackRequestError, type CallbackResponse } from './http-client.js';
 
 /**
@@ -33,7 +33,7 @@ type RelayConfig = Pick<
 >;
 
 export interface RelayOptions {
-  store: Store;
+  store: OutboxStore;
   config: Readonly<RelayConfig>;
   /** Opens the sealed callback secrets. */
   pepper: Buffer;
@@ -83,7 +83,7 @@ const RELEASE_GRACE_MS = 2000;
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms).unref());
 
 export class Relay {
-  readonly #store: Store;
+  readonly #store: OutboxStore;
   readonly #config: Readonly<RelayConfig>;
   readonly #pepper: Buffer;
   readonly #log: RelayLogger;
