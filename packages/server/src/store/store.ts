@@ -107,6 +107,11 @@ export interface AppliedMigration {
   name: string;
 }
 
+/** One step of an engine's schema (sqlite/migrations.ts, postgres/migrations.ts). */
+export interface Migration extends AppliedMigration {
+  sql: string;
+}
+
 /**
  * Reading accounts: authentication (through the account cache) and the lookups of the operator API and CLI.
  * Account data is read only through these, and every method is scoped to one account.
@@ -150,8 +155,8 @@ export interface AccountStore extends AccountLookup {
   deleteAccount(id: string): Promise<boolean>;
 }
 
-/** Message records: ingest (operator API, demo data) and the query endpoints' reads. */
-export interface MessageStore {
+/** Writing message records and receipts: the operator API's ingest, and the demo data. */
+export interface IngestStore {
   /**
    * Applies a batch of messages in order, in one transaction, all or nothing (domain/plan-messages.ts). Returns
    * item errors for every item that cannot apply (an identity owned by another contact, a contact that already
@@ -177,7 +182,10 @@ export interface MessageStore {
     now: Date,
     options?: IngestOptions,
   ): Promise<BatchOutcome<ReceiptOutcome>>;
+}
 
+/** The query endpoints' reads: /dlr, the message queries, the receipt feed. */
+export interface QueryStore {
   /** The outbound SMS recipients of one message id, in the order they were first ingested. */
   findDlr(accountId: string, messageId: string): Promise<DlrRecipient[]>;
   /** Records with these ids (every recipient of each), oldest first, optionally only of one campaign. */
@@ -192,6 +200,9 @@ export interface MessageStore {
    */
   listReceiptEvents(accountId: string, afterSeq: number, limit: number): Promise<ReceiptEvent[]>;
 }
+
+/** Message records: ingest and the query endpoints' reads. */
+export interface MessageStore extends IngestStore, QueryStore {}
 
 /** The callback outbox: what the relay works through, and what the operator API shows and redelivers. */
 export interface OutboxStore {

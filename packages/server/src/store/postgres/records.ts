@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { StoredMessage } from '../../domain/records.js';
-import { MESSAGE_COLUMNS, type MessageRow, messageFromRow, recordKey } from './rows.js';
+import type { MessageRow } from '../rows.js';
+import { type Columns, fromRow, MESSAGE_COLUMNS, recordKey } from './rows.js';
 
 /**
  * The batch statements shared by message and receipt ingest. Each takes whole arrays (`unnest`), so a batch
@@ -85,7 +86,7 @@ export async function readRecords(
 ): Promise<Map<string, StoredMessage>> {
   const records = new Map<string, StoredMessage>();
   if (keys.length === 0) return records;
-  const result = await client.query<MessageRow>({
+  const result = await client.query<MessageRow<Columns>>({
     name: 'wb_read_records',
     text: `SELECT ${MESSAGE_COLUMNS}
            FROM messages m
@@ -99,7 +100,7 @@ export async function readRecords(
       keys.map((k) => k.created_at.toISOString()),
     ],
   });
-  for (const row of result.rows) records.set(recordKey(row.id, row.channel_user_id), messageFromRow(row));
+  for (const row of result.rows) records.set(recordKey(row.id, row.channel_user_id), fromRow.message(row));
   return records;
 }
 
