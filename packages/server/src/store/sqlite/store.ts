@@ -7,7 +7,6 @@ import { type EventStatements, prepareEvents } from './events.js';
 import { type MessageStatements, messageIngest, prepareMessageIngest } from './ingest-messages.js';
 import { receiptIngest } from './ingest-receipts.js';
 import { migrate } from './migrations.js';
-import type { Outbox } from './outbox.js';
 import * as outbox from './outbox.js';
 import { type ParkedStatements, prepareParked } from './parked.js';
 import { type PruneStatements, preparePrune, prune } from './prune.js';
@@ -23,6 +22,7 @@ export interface SqliteStoreOptions {
   timeoutMs?: number;
 }
 
+/** The prepared statements of each module of this engine. */
 export interface Statements {
   ping: Prepared<[], unknown>;
   accounts: AccountStatements;
@@ -31,7 +31,7 @@ export interface Statements {
   parked: ParkedStatements;
   events: EventStatements;
   queries: QueryStatements;
-  outbox: Outbox;
+  outbox: outbox.Outbox;
   prune: PruneStatements;
 }
 
