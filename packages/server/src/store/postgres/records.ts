@@ -76,7 +76,7 @@ export async function countKeysOfIds(
 /**
  * Reads the records of these (locked) keys. A separate statement from the lock on purpose: it takes a fresh
  * snapshot after the lock was granted. A plain set-wise join, unlike the per-record LATERAL of the id
- * lookups (rows.ts joinRecord): for a batch of hundreds of records one pass over each month's index is
+ * lookups (queries.ts joinRecord): for a batch of hundreds of records one pass over each month's index is
  * cheaper than pruning afresh for every record (measured here: ≈0.1 s against ≈0.7 s for 1000 records).
  */
 export async function readRecords(
