@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { allowlistCheck, type CallerCheck } from '../domain/ip-allowlist.js';
 import type { AccountWithSecret } from '../domain/records.js';
-import type { Store } from '../store/store.js';
+import type { AccountLookup } from '../store/store.js';
 
 /**
  * An account as the query endpoints use it, prepared once when it is read: its whitelist compiled, nothing the
@@ -57,7 +57,7 @@ function prepare(account: AccountWithSecret): QueryAccount {
  * have seen the row as it was, so it fills nothing: a write is never overtaken by an older read.
  */
 export class AccountCache {
-  readonly #store: Store;
+  readonly #store: AccountLookup;
   readonly #ttlMs: number;
   readonly #maxEntries: number;
   readonly #now: () => number;
@@ -66,7 +66,7 @@ export class AccountCache {
   /** Moves at every forget: a read that started before it may not fill the cache. */
   #generation = 0;
 
-  constructor(store: Store, options: AccountCacheOptions) {
+  constructor(store: AccountLookup, options: AccountCacheOptions) {
     this.#store = store;
     this.#ttlMs = options.ttlMs;
     this.#maxEntries = options.maxEntries ?? 10_000;

@@ -6,7 +6,7 @@ import { parkedCutoff } from '../domain/deliveries/parking.js';
 import { signingSecrets, signWebhook } from '../domain/deliveries/signing.js';
 import { openSecret } from '../domain/secret-box.js';
 import type { Metrics } from '../http/metrics.js';
-import type { ClaimedDelivery, Store } from '../store/store.js';
+import type { ClaimedDelivery, OutboxStore } from '../store/store.js';
 import { RefusalWarnings } from './address-guard.js';
 import { CallbackHttpClient, CallbackRequestError, type CallbackResponse } from './http-client.js';
 
@@ -35,7 +35,7 @@ type RelayConfig = Pick<
 >;
 
 export interface RelayOptions {
-  store: Store;
+  store: OutboxStore;
   config: Readonly<RelayConfig>;
   /** Opens the sealed callback secrets. */
   pepper: Buffer;
@@ -91,7 +91,7 @@ interface Held {
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms).unref());
 
 export class Relay {
-  readonly #store: Store;
+  readonly #store: OutboxStore;
   readonly #config: Readonly<RelayConfig>;
   readonly #pepper: Buffer;
   readonly #log: RelayLogger;

@@ -4,7 +4,7 @@ import { isCredential, isUuid } from '../domain/formats.js';
 import type { Account, AccountPatch } from '../domain/records.js';
 import { checkSettable } from '../http/accounts.js';
 import { createAccount, rotateCallbackSecret, rotateSecret } from '../operations/accounts.js';
-import type { Store } from '../store/store.js';
+import type { AccountLookup } from '../store/store.js';
 import { openDatabase } from './database.js';
 import { configFlags, DATABASE_HELP, EXIT, UsageError } from './options.js';
 import { unknownWord } from './suggest.js';
@@ -94,7 +94,7 @@ export function accountsHelp(action: string | undefined): string {
 
 const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 
-async function findAccount(store: Store, ref: string): Promise<Account | null> {
+async function findAccount(store: AccountLookup, ref: string): Promise<Account | null> {
   if (isUuid(ref)) return store.getAccount(ref.toLowerCase());
   if (isCredential(ref)) return store.getAccountByKey(ref).then((a) => (a ? stripSecret(a) : null));
   throw new UsageError(`"${ref}" is neither an account id (UUID) nor a key`);

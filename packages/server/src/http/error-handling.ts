@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyRequest, FastifySchemaValidationError } from 'fastify';
 import { ApiError } from '../domain/errors.js';
-import { StoreUnavailableError } from '../store/store.js';
+import { StoreUnavailableError, UnknownAccountError } from '../store/store.js';
 import { sendApiError, sendProblem } from './problem.js';
 
 /** What a 503 asks the client to wait: long enough for a database failover, short enough to notice recovery. */
@@ -17,6 +17,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof ApiError) return sendApiError(request, reply, error);
+    // An ingest whose account was deleted after the route looked it up: the same 404 the lookup would answer.
+    if (error instanceof UnknownAccountError)
+      return sendApiError(request, reply, new ApiError('not_found', error.message));
     if (error instanceof StoreUnavailableError) {
       request.log.warn({ err: error }, 'database unavailable');
       // /dlr keeps the spec's code 11 (its dlrCode); every other endpoint a 503 the client may retry.

@@ -1,5 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { Store } from '../store/store.js';
+import type { OutboxStore } from '../store/store.js';
 
 /**
  * The service's Prometheus metrics (CONTRACT §11), one registry per app so that tests and several apps in a
@@ -87,7 +87,7 @@ export class Metrics {
    * The exposition text. The queue gauges are the database's state (the same on every instance), read once per
    * scrape; when the database does not answer they keep their last value and the scrape still succeeds.
    */
-  async scrape(store: Store): Promise<string> {
+  async scrape(store: OutboxStore): Promise<string> {
     try {
       const stats = await store.outboxStats();
       this.callbackQueue.set({ state: 'pending' }, stats.pending);

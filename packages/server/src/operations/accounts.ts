@@ -2,7 +2,7 @@ import { generateCallbackSecret, generateCredential, hashSecret } from '../domai
 import { newId } from '../domain/ids.js';
 import type { Account } from '../domain/records.js';
 import { isSealed, sealSecret } from '../domain/secret-box.js';
-import { DuplicateKeyError, type Store } from '../store/store.js';
+import { type AccountStore, DuplicateKeyError } from '../store/store.js';
 
 export interface AccountInput {
   name: string;
@@ -25,7 +25,7 @@ export interface CreatedAccount {
 
 /** Creates an account with a fresh key, secret and callback secret (the API and the CLI share this). */
 export async function createAccount(
-  store: Store,
+  store: AccountStore,
   pepper: Buffer,
   input: AccountInput,
   now: Date,
@@ -58,7 +58,7 @@ export async function createAccount(
 
 /** Gives the account a new secret; returns it with the account, or null for an unknown account. */
 export async function rotateSecret(
-  store: Store,
+  store: AccountStore,
   pepper: Buffer,
   id: string,
 ): Promise<{ account: Account; secret: string } | null> {
@@ -72,7 +72,7 @@ export async function rotateSecret(
  * Returns the new secret with the account, or null for an unknown account.
  */
 export async function rotateCallbackSecret(
-  store: Store,
+  store: AccountStore,
   pepper: Buffer,
   id: string,
   now: Date,
@@ -88,6 +88,6 @@ export async function rotateCallbackSecret(
  * Seals callback secrets written in clear before sealing existed (an upgrade). Run at start; a no-op after the
  * first run.
  */
-export function sealLegacyCallbackSecrets(store: Store, pepper: Buffer): Promise<number> {
+export function sealLegacyCallbackSecrets(store: AccountStore, pepper: Buffer): Promise<number> {
   return store.sealCallbackSecrets((clear) => (isSealed(clear) ? clear : sealSecret(pepper, clear)));
 }

@@ -1,6 +1,6 @@
 import type { MessageUpsert, ReceiptInput } from '../domain/ingest/precedence.js';
 import type { DrStatuscode } from '../domain/vocabulary.js';
-import type { Store } from '../store/store.js';
+import type { AccountStore, MessageStore } from '../store/store.js';
 import { createAccount } from './accounts.js';
 
 /**
@@ -134,7 +134,11 @@ export function demoMessages(now: Date): { messages: MessageUpsert[]; receipts: 
 }
 
 /** Creates the demo account and its data; returns false when the database already has accounts. */
-export async function loadDemoData(store: Store, pepper: Buffer, now: Date): Promise<boolean> {
+export async function loadDemoData(
+  store: AccountStore & MessageStore,
+  pepper: Buffer,
+  now: Date,
+): Promise<boolean> {
   if (await store.hasAccounts()) return false;
   const { account } = await createAccount(
     store,

@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
-import { openPostgresStore } from './postgres/postgres-store.js';
-import { openSqliteStore } from './sqlite/sqlite-store.js';
+import { openPostgresStore } from './postgres/store.js';
+import { openSqliteStore } from './sqlite/store.js';
 import type { Store } from './store.js';
 
 /** Opens the store that DATABASE_URL names (not yet migrated). */

@@ -106,38 +106,16 @@ export interface AppliedMigration {
   name: string;
 }
 
+/** One step of an engine's schema (sqlite/migrations.ts, postgres/migrations.ts). */
+export interface Migration extends AppliedMigration {
+  sql: string;
+}
+
 /**
- * Everything the service keeps. Routes and plugins reach storage only through this interface; one
- * conformance suite (test/conformance) runs unchanged against every implementation.
- *
- * Every method is scoped by account where data belongs to one: no call can read another account's rows.
- * Implementations throw on infrastructure failure (the caller maps that to "system error").
+ * Reading accounts: authentication (through the account cache) and the lookups of the operator API and CLI.
+ * Account data is read only through these, and every method is scoped to one account.
  */
-export interface Store {
-  readonly engine: 'sqlite' | 'postgres';
-
-  /**
-   * Brings the schema up to date and returns the migrations this call applied, oldest first (none when it
-   * already was). Safe to call when it already is, and from several processes at once: each migration is
-   * reported by the one call that applied it. A store that migrates as it opens (SQLite) reports those on its
-   * first call.
-   */
-  migrate(): Promise<AppliedMigration[]>;
-  /** Resolves when the database answers a trivial query; rejects otherwise. */
-  ping(): Promise<void>;
-  close(): Promise<void>;
-
-  /** The fingerprint of the pepper this database was set up with (auth/pepper.ts), or null before the first. */
-  pepperFingerprint(): Promise<PepperFingerprint | null>;
-  /** Records `candidate` unless a fingerprint is recorded already, and returns the recorded one (first wins). */
-  claimPepperFingerprint(candidate: PepperFingerprint): Promise<PepperFingerprint>;
-  /** One sealed callback secret of any account, or null: it tells whether a pepper is the accounts' own. */
-  sealedCallbackSecret(): Promise<string | null>;
-
-  /** True once any account exists (a fresh database gets the demo data). */
-  hasAccounts(): Promise<boolean>;
-  /** Inserts an account; throws {@link DuplicateKeyError} when its key is taken (the caller draws another). */
-  createAccount(account: NewAccount): Promise<Account>;
+export interface AccountLookup {
   getAccount(id: string): Promise<Account | null>;
   /**
    * The query endpoints read this through the account cache (account-cache.ts), which keeps an account for
@@ -146,6 +124,14 @@ export interface Store {
   getAccountByKey(key: string): Promise<AccountWithSecret | null>;
   /** The sealed callback signing secrets, or null for an unknown account. */
   getCallbackSecrets(id: string): Promise<CallbackSecrets | null>;
+}
+
+/** Accounts: the lookups, and what the operator API, the CLI and start-up change. */
+export interface AccountStore extends AccountLookup {
+  /** True once any account exists (a fresh database gets the demo data). */
+  hasAccounts(): Promise<boolean>;
+  /** Inserts an account; throws {@link DuplicateKeyError} when its key is taken (the caller draws another). */
+  createAccount(account: NewAccount): Promise<Account>;
   /**
    * Seals every callback secret still stored in clear (written before secrets were sealed), current and
    * previous, with `seal`; returns how many accounts changed. Safe to run at every start.
@@ -161,16 +147,21 @@ export interface Store {
   setSecretHash(id: string, secretHash: Buffer): Promise<Account | null>;
   /**
    * Deletes the account and everything of it (messages, contacts, identities, conversations, receipt events,
-   * deliveries and their attempts, parked receipts) in one transaction; its key is unknown from then on.
-   * False when there is no such account.
+   * deliveries and their attempts, parked receipts) in one transaction; its key is unknown from then on. An
+   * ingest batch of the account under way finishes first; one that comes later finds no account
+   * ({@link UnknownAccountError}). False when there is no such account.
    */
   deleteAccount(id: string): Promise<boolean>;
+}
 
+/** Writing message records and receipts: the operator API's ingest, and the demo data. */
+export interface IngestStore {
   /**
    * Applies a batch of messages in order, in one transaction, all or nothing (domain/plan-messages.ts). Returns
    * item errors for every item that cannot apply (an identity owned by another contact, a contact that already
    * has another identity on that channel, a record that exists on another channel) and then writes nothing.
    * Parked receipts of new recipients are applied in the same transaction, with their events and deliveries.
+   * Throws {@link UnknownAccountError} when the account does not exist.
    */
   ingestMessages(
     accountId: string,
@@ -182,7 +173,7 @@ export interface Store {
    * Applies a batch of receipts in order, in one transaction, all or nothing, under the precedence of
    * CONTRACT §5 (domain/plan-receipts.ts). The item error is a missing `to` for a message with several
    * recipients. Applied receipts record events (and queue deliveries) in the same transaction; unknown ones
-   * are parked.
+   * are parked. Throws {@link UnknownAccountError} when the account does not exist.
    */
   ingestReceipts(
     accountId: string,
@@ -190,7 +181,10 @@ export interface Store {
     now: Date,
     options?: IngestOptions,
   ): Promise<BatchOutcome<ReceiptOutcome>>;
+}
 
+/** The query endpoints' reads: /dlr, the message queries, the receipt feed. */
+export interface QueryStore {
   /** The outbound SMS recipients of one message id, in the order they were first ingested. */
   findDlr(accountId: string, messageId: string): Promise<DlrRecipient[]>;
   /** Records with these ids (every recipient of each), oldest first, optionally only of one campaign. */
@@ -199,13 +193,18 @@ export interface Store {
   resolveContact(accountId: string, channel: Channel, channelUserId: string): Promise<string | null>;
   /** Up to `limit` records matching the query, strictly before `before`, NEWEST first (keyset, no OFFSET). */
   listHistory(accountId: string, query: HistoryQuery): Promise<StoredMessage[]>;
-
   /**
    * The account's receipt events with `seq` greater than `afterSeq`, oldest first. An event is listed only
    * once every event before it is visible too (no gap, even while ingests commit concurrently).
    */
   listReceiptEvents(accountId: string, afterSeq: number, limit: number): Promise<ReceiptEvent[]>;
+}
 
+/** Message records: ingest and the query endpoints' reads. */
+export interface MessageStore extends IngestStore, QueryStore {}
+
+/** The callback outbox: what the relay works through, and what the operator API shows and redelivers. */
+export interface OutboxStore {
   /**
    * Takes the lease of due pending deliveries, oldest due first, never two of one recipient at once (nor one
    * whose recipient has an attempt in flight), and only of accounts whose callbacks are enabled.
@@ -248,15 +247,47 @@ export interface Store {
 
   /** Counts for the metrics: pending and dead deliveries, and parked receipts, of every account. */
   outboxStats(): Promise<{ pending: number; dead: number; parked: number }>;
-  /** Drops parked receipts that arrived before `cutoff`; returns how many went. */
+  /** Drops parked receipts that arrived before `cutoff` (the relay's sweep); returns how many went. */
   dropParkedBefore(cutoff: Date): Promise<number>;
+}
 
+/** The database itself: schema, health, retention and shutdown. */
+export interface MaintenanceStore {
+  readonly engine: 'sqlite' | 'postgres';
+  /**
+   * Brings the schema up to date and returns the migrations this call applied, oldest first (none when it
+   * already was). Safe to call when it already is, and from several processes at once: each migration is
+   * reported by the one call that applied it. A store that migrates as it opens (SQLite) reports those on its
+   * first call.
+   */
+  migrate(): Promise<AppliedMigration[]>;
+  /** Resolves when the database answers a trivial query; rejects otherwise. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+
+  /** The fingerprint of the pepper this database was set up with (auth/pepper.ts), or null before the first. */
+  pepperFingerprint(): Promise<PepperFingerprint | null>;
+  /** Records `candidate` unless a fingerprint is recorded already, and returns the recorded one (first wins). */
+  claimPepperFingerprint(candidate: PepperFingerprint): Promise<PepperFingerprint>;
+  /** One sealed callback secret of any account, or null: it tells whether a pepper is the accounts' own. */
+  sealedCallbackSecret(): Promise<string | null>;
   /**
    * Retention: deletes message records created before `cutoff`, with their events and deliveries; returns how
    * many records went.
    */
   prune(cutoff: Date): Promise<number>;
 }
+
+/**
+ * Everything the service keeps: every role above. Routes and plugins reach storage only through these
+ * interfaces, and a part of the service that needs one role takes only that one (the relay an
+ * {@link OutboxStore}, the account cache an {@link AccountLookup}); one conformance suite (test/conformance)
+ * runs unchanged against every implementation.
+ *
+ * Every method is scoped by account where data belongs to one: no call can read another account's rows.
+ * Implementations throw on infrastructure failure (the caller maps that to "system error").
+ */
+export interface Store extends AccountStore, MessageStore, OutboxStore, MaintenanceStore {}
 
 /**
  * Thrown when the database cannot be reached or does not answer within its deadline (WAYBILL_DB_TIMEOUT_MS):
@@ -269,4 +300,12 @@ export class StoreUnavailableError extends Error {
 /** Thrown by {@link Store.createAccount} when the generated key collides with an existing one. */
 export class DuplicateKeyError extends Error {
   override readonly name = 'DuplicateKeyError';
+}
+
+/**
+ * Thrown by {@link Store.ingestMessages} and {@link Store.ingestReceipts} when the account does not exist: it was
+ * deleted after the caller looked it up. The batch wrote nothing.
+ */
+export class UnknownAccountError extends Error {
+  override readonly name = 'UnknownAccountError';
 }

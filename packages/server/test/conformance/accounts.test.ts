@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { newId } from '../../src/domain/ids.js';
-import { DuplicateKeyError } from '../../src/store/store.js';
+import { DuplicateKeyError, UnknownAccountError } from '../../src/store/store.js';
 import { engines } from '../support/engines.js';
 import { at, ingest, ingestReceipts, NOW, newAccount, receipt, sms, useStore } from './fixtures.js';
 
@@ -291,5 +291,24 @@ describe.each(engines())('$name store: accounts', (engine) => {
     expect(await store().deleteAccount('not-a-uuid')).toBe(false);
     expect(await store().deleteAccount(account.id)).toBe(true);
     expect(await store().deleteAccount(account.id)).toBe(false);
+  });
+
+  it('refuses an ingest of an account that is gone with UnknownAccountError, writing nothing', async () => {
+    const account = await store().createAccount(newAccount({ callbackUrl: 'https://hooks.example.com/dlr' }));
+    expect(await store().deleteAccount(account.id)).toBe(true);
+    // The operator API looked the account up first: this is a batch that raced the account's deletion.
+    await expect(
+      store().ingestMessages(account.id, [sms('m-1', '447700900001')], NOW),
+    ).rejects.toBeInstanceOf(UnknownAccountError);
+    await expect(
+      store().ingestReceipts(account.id, [receipt('m-2', 'delivered', at(1))], NOW),
+    ).rejects.toBeInstanceOf(UnknownAccountError);
+    await expect(
+      store().ingestMessages(newId(), [sms('m-1', '447700900001')], NOW, { dryRun: true }),
+    ).rejects.toBeInstanceOf(UnknownAccountError);
+    // Nothing was written: a new account under the same id starts empty (no record, no parked receipt).
+    await store().createAccount(newAccount({ id: account.id }));
+    expect(await store().findDlr(account.id, 'm-1')).toStrictEqual([]);
+    expect((await store().outboxStats()).parked).toBe(0);
   });
 });

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
-import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { openPostgresStore } from '../../src/store/postgres/store.js';
+import { openSqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/store.js';
 import { killAll, serve } from '../support/processes.js';
 

@@ -2,7 +2,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { openPostgresStore } from '../../src/store/postgres/store.js';
 import type { Store } from '../../src/store/store.js';
 import { dropSchema, freshSchema, POSTGRES_URL, sql } from '../postgres/harness.js';
 import { ADMIN_TOKEN, basic, PEPPER } from '../support/http.js';

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { AccountCache } from '../../src/auth/account-cache.js';
 import { loadConfig } from '../../src/config.js';
-import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { openSqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/store.js';
 import { dropSchema, freshSchema, openStore, POSTGRES_URL } from '../postgres/harness.js';
 import { type EngineFixture, engines } from '../support/engines.js';

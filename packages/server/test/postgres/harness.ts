@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { openPostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/postgres-store.js';
+import { openPostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/store.js';
 import type { Store } from '../../src/store/store.js';
 
 /** Helpers of the PostgreSQL-only tests: stores on schemas of their own, and a side connection to inspect. */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
-import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { openPostgresStore } from '../../src/store/postgres/store.js';
+import { openSqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/store.js';
 
 /** One storage engine under test. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
-import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { openSqliteStore } from '../../src/store/sqlite/store.js';
 
 describe('SQLite migrate() reports what it applied', () => {
   it('reports the migrations applied as the store opened on its first call, and none after', async () => {

@@ -1,8 +1,7 @@
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { migrate } from '../../src/store/sqlite/migrations.js';
-import { prepareOutbox } from '../../src/store/sqlite/outbox.js';
-import { prepareStatements } from '../../src/store/sqlite/statements.js';
+import { prepareStatements } from '../../src/store/sqlite/store.js';
 
 /**
  * Every statement the SQLite store prepares, with the plan SQLite chooses for it. No hot statement may read
@@ -36,7 +35,6 @@ function plans(): Map<string, string> {
     }
   };
   walk(prepareStatements(db), '');
-  walk(prepareOutbox(db), 'outbox');
   db.close();
   return found;
 }
@@ -47,15 +45,15 @@ function plans(): Map<string, string> {
 // "redeliver every dead delivery" (the partial dead index) and backfill (one pass over the account's events,
 // which have no index by time).
 const WHOLE_ACCOUNT =
-  /^(deleteAccountData\.\d+|deleteAccountRow|anyAccount|clearCallbackSecrets|outbox\.(nextDue|earliestPending|deadRows|backfillRows|stats))$/;
+  /^(accounts\.(deleteAccountData\.\d+|deleteAccountRow|anyAccount|clearCallbackSecrets)|outbox\.(nextDue|earliestPending|deadRows|backfillRows|stats))$/;
 
 describe('SQLite query plans', () => {
   const all = plans();
 
   it('finds the statements', () => {
     expect(all.size).toBeGreaterThan(40);
-    expect(all.has('identitiesOfContacts')).toBe(true);
-    expect(all.has('dlrItems')).toBe(true);
+    expect(all.has('messages.identitiesOfContacts')).toBe(true);
+    expect(all.has('queries.dlrItems')).toBe(true);
   });
 
   it('never scans a table that grows with the data', () => {
@@ -77,11 +75,11 @@ describe('SQLite query plans', () => {
   });
 
   it('reads a contact’s identities through the (account, contact) index', () => {
-    expect(all.get('identitiesOfContacts')).toMatch(/\(account_id=\? AND contact_id=\?\)/);
+    expect(all.get('messages.identitiesOfContacts')).toMatch(/\(account_id=\? AND contact_id=\?\)/);
   });
 
   it('supersedes deliveries through the recipient index', () => {
-    expect(all.get('outbox.supersede')).toMatch(
+    expect(all.get('events.supersede')).toMatch(
       /deliveries_recipient \(account_id=\? AND message_id=\? AND recipient=\?\)/,
     );
   });

@@ -162,3 +162,55 @@ const CONNECTION_MESSAGES = new Set([
   'Query read timeout',
   'Client has encountered a connection error and is not queryable',
 ]);
+
+/** How long a metrics scrape waits for fresh queue counts before it takes the last ones (see latestStats). */
+const STATS_WAIT_MS = 100;
+
+type OutboxStats = Awaited<ReturnType<Store['outboxStats']>>;
+
+/**
+ * `outboxStats` for the metrics scrape, which must never stall on the database (CONTRACT §11). One count query
+ * runs at a time, under the store's deadline. A scrape that starts one waits for it at most
+ * {@link STATS_WAIT_MS}; a scrape that finds one still running, or comes after one failed, does not wait at
+ * all (it starts the next in the background). Without fresh counts a scrape takes those of the last query
+ * that finished, or fails when there are none, and the metrics keep their last values. So during an outage
+ * one connection at most waits on these counts, and after it the gauges are fresh again a scrape later.
+ */
+export function latestStats(store: Store): () => Promise<OutboxStats> {
+  let last: OutboxStats | undefined;
+  let lastFailed = false;
+  let running: Promise<OutboxStats> | undefined;
+  const start = () => {
+    const query = store.outboxStats();
+    query.then(
+      (stats) => {
+        last = stats;
+        lastFailed = false;
+        running = undefined;
+      },
+      () => {
+        lastFailed = true;
+        running = undefined;
+      },
+    );
+    return query;
+  };
+  return async () => {
+    const waitMs = running === undefined && !lastFailed ? STATS_WAIT_MS : 0;
+    running ??= start();
+    if (waitMs > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<undefined>((resolve) => {
+        timer = setTimeout(resolve, waitMs, undefined);
+      });
+      try {
+        const fresh = await Promise.race([running, late]);
+        if (fresh !== undefined) return fresh;
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+    if (last !== undefined) return last;
+    throw new StoreUnavailableError('no queue counts yet: the database has not answered');
+  };
+}

@@ -1,7 +1,5 @@
 import type pg from 'pg';
 import {
-  conversationKey,
-  identityKey,
   type MessageBatchState,
   type MessagePlan,
   messageBatchKeys,
@@ -9,12 +7,36 @@ import {
   recordKey,
 } from '../../domain/ingest/plan-messages.js';
 import type { BatchOutcome, MessageUpsert } from '../../domain/ingest/precedence.js';
-import type { IngestOptions, MessageBatchResult } from '../store.js';
-import { callbacksOf, writeEvents } from './event-writes.js';
-import { insertKeys, lockKeys, readRecords, upsertRecords } from './message-writes.js';
+import { conversationIds, heldIdentities, identityOwners } from '../rows.js';
+import type { IngestOptions, IngestStore, MessageBatchResult } from '../store.js';
+import { lockAccount, writeEvents } from './events.js';
 import { lockParking } from './park-locks.js';
 import { lockParked, unpark } from './parked.js';
-import { RETRY, type TransactionResult } from './pool.js';
+import { ensurePartitions } from './partitions.js';
+import { inTransaction, RETRY, type TransactionResult } from './pool.js';
+import { insertKeys, lockKeys, readRecords, upsertRecords } from './records.js';
+
+/**
+ * Message ingest on PostgreSQL. `partitions` are the month partitions this process knows exist (partitions.ts).
+ */
+export function messageIngest(
+  pool: pg.Pool,
+  schema: string,
+  partitions: Set<string>,
+): IngestStore['ingestMessages'] {
+  return async (accountId, items, now, options) => {
+    // Partition DDL runs before, in transactions of its own: it must not hold the batch's row locks while
+    // it waits for the parent table, and a created partition stays useful even if the batch is refused.
+    await ensurePartitions(
+      pool,
+      schema,
+      items.map((i) => i.createdAt ?? now),
+      now,
+      partitions,
+    );
+    return inTransaction(pool, (client) => ingestMessagesOnce(client, accountId, items, now, options));
+  };
+}
 
 /**
  * One attempt at a message batch, inside a transaction: loads what the planner needs in a few set-wise
@@ -26,7 +48,7 @@ import { RETRY, type TransactionResult } from './pool.js';
  * reads, and the attempt returns RETRY to start over and merge into what that batch committed. So nothing is
  * duplicated and no write is lost.
  */
-export async function ingestMessagesOnce(
+async function ingestMessagesOnce(
   client: pg.PoolClient,
   accountId: string,
   items: readonly MessageUpsert[],
@@ -50,7 +72,7 @@ async function loadMessageBatch(
   parkedSince: Date | undefined,
 ): Promise<MessageBatchState> {
   const keys = messageBatchKeys(items);
-  const callbacks = await callbacksOf(client, accountId);
+  const { callbacks } = await lockAccount(client, accountId);
   const { owners, held } = await loadIdentities(client, accountId, keys.identities, keys.namedContacts);
   const conversations = await loadConversations(client, accountId, [
     ...new Set([...keys.namedContacts, ...owners.values()]),
@@ -101,13 +123,10 @@ async function loadIdentities(
       namedContacts,
     ],
   });
-  const owners = new Map<string, string>();
-  const held = new Map<string, string>();
-  for (const row of result.rows) {
-    if (row.named) held.set(conversationKey(row.contact_id, row.channel), row.channel_user_id);
-    else owners.set(identityKey(row.channel, row.channel_user_id), row.contact_id);
-  }
-  return { owners, held };
+  return {
+    owners: identityOwners(result.rows.filter((row) => !row.named)),
+    held: heldIdentities(result.rows.filter((row) => row.named)),
+  };
 }
 
 async function loadConversations(
@@ -115,16 +134,14 @@ async function loadConversations(
   accountId: string,
   contactIds: readonly string[],
 ): Promise<Map<string, string>> {
-  const conversations = new Map<string, string>();
-  if (contactIds.length === 0) return conversations;
+  if (contactIds.length === 0) return new Map();
   const result = await client.query<{ contact_id: string; channel: string; id: string }>({
     name: 'wb_conversations_of_contacts',
     text: `SELECT contact_id, channel, id FROM conversations
            WHERE account_id = $1 AND contact_id = ANY($2::uuid[])`,
     values: [accountId, contactIds],
   });
-  for (const row of result.rows) conversations.set(conversationKey(row.contact_id, row.channel), row.id);
-  return conversations;
+  return conversationIds(result.rows);
 }
 
 /**

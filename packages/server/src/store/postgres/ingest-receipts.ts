@@ -2,12 +2,21 @@ import type pg from 'pg';
 import { planReceipts, type ReceiptBatchState, type ReceiptPlan } from '../../domain/ingest/plan-receipts.js';
 import type { BatchOutcome, ReceiptInput, ReceiptOutcome } from '../../domain/ingest/precedence.js';
 import type { StoredMessage } from '../../domain/records.js';
-import { callbacksOf, writeEvents } from './event-writes.js';
-import { countKeysOfIds, type KeyRow, lockKeysOfIds, readRecords, updateSmsState } from './message-writes.js';
+import type { IngestStore } from '../store.js';
+import { lockAccount, writeEvents } from './events.js';
 import { lockParking } from './park-locks.js';
 import { park } from './parked.js';
-import { RETRY, type TransactionResult } from './pool.js';
+import { inTransaction, RETRY, type TransactionResult } from './pool.js';
+import { countKeysOfIds, type KeyRow, lockKeysOfIds, readRecords, updateSmsState } from './records.js';
 import { recordKey } from './rows.js';
+
+/** Receipt ingest on PostgreSQL. */
+export function receiptIngest(pool: pg.Pool): IngestStore['ingestReceipts'] {
+  return async (accountId, items, now, options) => {
+    const dryRun = options?.dryRun === true;
+    return inTransaction(pool, (client) => ingestReceiptsOnce(client, accountId, items, now, dryRun));
+  };
+}
 
 /**
  * One attempt at a receipt batch, inside a transaction: locks every record of the batch's message ids, lets
@@ -15,14 +24,14 @@ import { recordKey } from './rows.js';
  * receipts. Receipts never create records, so a lock on the existing keys orders them against every other
  * writer of those records; parking is ordered against the records' arrival by park-locks.ts.
  */
-export async function ingestReceiptsOnce(
+async function ingestReceiptsOnce(
   client: pg.PoolClient,
   accountId: string,
   items: readonly ReceiptInput[],
   now: Date,
   dryRun = false,
 ): Promise<TransactionResult<BatchOutcome<ReceiptOutcome>> | typeof RETRY> {
-  const callbacks = await callbacksOf(client, accountId);
+  const { callbacks } = await lockAccount(client, accountId);
   const keyRows = await lockKeysOfIds(client, accountId, [...new Set(items.map((i) => i.messageId))]);
   const state: ReceiptBatchState = {
     recipients: await loadRecipients(client, accountId, keyRows),

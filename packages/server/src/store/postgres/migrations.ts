@@ -1,12 +1,6 @@
 import type pg from 'pg';
-import type { AppliedMigration } from '../store.js';
+import type { AppliedMigration, Migration } from '../store.js';
 import { quoteIdent, withClient } from './pool.js';
-
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-}
 
 /**
  * The schema, in order. A migration, once released, never changes: fix things with a new one. Statements

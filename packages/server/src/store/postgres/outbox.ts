@@ -37,7 +37,7 @@ import {
 const FROM_DELIVERIES =
   'FROM deliveries d JOIN receipt_events e ON e.account_id = d.account_id AND e.seq = d.seq';
 
-/** Gap-free by construction (event-writes.ts): positions become visible in order. */
+/** Gap-free by construction (events.ts): positions become visible in order. */
 export async function listEvents(
   pool: pg.Pool,
   accountId: string,

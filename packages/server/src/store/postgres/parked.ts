@@ -1,7 +1,8 @@
 import type pg from 'pg';
 import { type ParkedReceipt, receiptFingerprint } from '../../domain/ingest/plan-receipts.js';
 import type { ReceiptInput } from '../../domain/ingest/precedence.js';
-import { type ParkedRow, parkedFromRow, parkedJson } from './rows.js';
+import type { ParkedRow } from '../rows.js';
+import { type Columns, fromRow, parkedJson } from './rows.js';
 
 /** Receipts parked until their recipient arrives (CONTRACT §9 "Early receipts"). */
 
@@ -16,7 +17,7 @@ export async function lockParked(
   since: Date | undefined,
 ): Promise<ParkedReceipt[]> {
   if (messageIds.length === 0) return [];
-  const result = await client.query<ParkedRow>({
+  const result = await client.query<ParkedRow<Columns>>({
     name: 'wb_lock_parked',
     text: `SELECT ref, receipt, parked_at FROM parked_receipts
            WHERE account_id = $1 AND message_id = ANY($2::text[]) AND parked_at >= $3::timestamptz
@@ -24,7 +25,7 @@ export async function lockParked(
            FOR UPDATE`,
     values: [accountId, messageIds, since?.toISOString() ?? '-infinity'],
   });
-  return result.rows.map(parkedFromRow);
+  return result.rows.map(fromRow.parked);
 }
 
 export async function unpark(

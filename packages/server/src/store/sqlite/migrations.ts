@@ -1,11 +1,5 @@
 import type { Database } from 'better-sqlite3';
-import type { AppliedMigration } from '../store.js';
-
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-}
+import type { AppliedMigration, Migration } from '../store.js';
 
 /**
  * The schema, in order. A migration, once released, never changes: fix things with a new one.

@@ -14,11 +14,12 @@ import {
   type DeliveryDetail,
   type DeliveryState,
 } from '../../domain/deliveries/delivery.js';
-import type { PlannedEvent, ReceiptEvent, RecipientRef } from '../../domain/deliveries/events.js';
+import type { ReceiptEvent } from '../../domain/deliveries/events.js';
 import { maySend, settleAttempt } from '../../domain/deliveries/finish.js';
 import { redeliverableDead, redeliveryRefusal } from '../../domain/deliveries/redeliver.js';
 import type { DlrItem } from '../../domain/wire.js';
 import type { ClaimedDelivery, ClaimRequest, DeliveryListQuery } from '../store.js';
+import type { Prepared } from './database.js';
 import {
   type AttemptRow,
   attemptFromRow,
@@ -26,11 +27,10 @@ import {
   type DeliveryRow,
   deliveryFromRow,
 } from './rows.js';
-import type { Prepared } from './statements.js';
 
 /**
- * Receipt events, the callback outbox and its attempt log on SQLite. The delivery rules are
- * domain/deliveries/*: this file loads what they decide on, leases and writes.
+ * The receipt feed, the callback outbox and its attempt log on SQLite (events.ts records the events). The
+ * delivery rules are domain/deliveries/*: this file loads what they decide on, leases and writes.
  */
 
 /** A pending delivery as the claim and next-due rules read it (claim-policy.ts ClaimCandidate). */
@@ -97,27 +97,6 @@ export function prepareOutbox(db: Database) {
        ORDER BY d.seq DESC LIMIT @limit`,
     );
   return {
-    takeEventSeqs: prepare<[number, string], { last_event_seq: number }>(
-      'UPDATE accounts SET last_event_seq = last_event_seq + ? WHERE id = ? RETURNING last_event_seq',
-    ),
-    insertEvent: prepare<[string, number, string, string, string, number, number, string]>(
-      `INSERT INTO receipt_events (account_id, seq, id, message_id, recipient, recorded_at, message_created_at, item)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-    ),
-    // All of a batch's recipients in one statement (a JSON array of [messageId, to]). Pinned to the recipient
-    // index: left to itself the planner searches (account_id, state) and reads every pending delivery of the
-    // account.
-    supersede: prepare<[{ account: string; recipients: string }]>(
-      `UPDATE deliveries INDEXED BY deliveries_recipient SET state = 'superseded', next_attempt_at = NULL
-       WHERE account_id = @account
-         AND (message_id, recipient) IN (SELECT value ->> 0, value ->> 1 FROM json_each(@recipients))
-         AND state = 'pending'`,
-    ),
-    insertDelivery: prepare<[string, number, string, string, string, string, number, number, number | null]>(
-      `INSERT INTO deliveries (account_id, seq, id, message_id, recipient, state, created_at, message_created_at,
-         next_attempt_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ),
     events: prepare<[string, number, number], { seq: number; id: string; recorded_at: number; item: string }>(
       `SELECT seq, id, recorded_at, item FROM receipt_events
        WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
@@ -271,55 +250,6 @@ export function prepareOutbox(db: Database) {
 }
 
 export type Outbox = ReturnType<typeof prepareOutbox>;
-
-/**
- * Records a plan's events with their feed positions, supersedes the recipients' older pending deliveries and
- * queues the new ones. Runs inside the batch's transaction (SQLite has one writer, so the numbering is in
- * commit order by construction).
- */
-export function writeEvents(
-  outbox: Outbox,
-  accountId: string,
-  events: readonly PlannedEvent[],
-  supersede: readonly RecipientRef[],
-): void {
-  if (events.length === 0) return;
-  const row = outbox.takeEventSeqs.get(events.length, accountId);
-  if (!row) throw new Error(`unknown account ${accountId}`);
-  let seq = row.last_event_seq - events.length;
-  if (supersede.length > 0) {
-    const recipients = JSON.stringify(supersede.map((r) => [r.messageId, r.to]));
-    outbox.supersede.run({ account: accountId, recipients });
-  }
-  for (const event of events) {
-    seq++;
-    const recordedAt = event.recordedAt.getTime();
-    const messageCreatedAt = event.messageCreatedAt.getTime();
-    outbox.insertEvent.run(
-      accountId,
-      seq,
-      event.id,
-      event.messageId,
-      event.to,
-      recordedAt,
-      messageCreatedAt,
-      JSON.stringify(event.item),
-    );
-    if (event.delivery !== null) {
-      outbox.insertDelivery.run(
-        accountId,
-        seq,
-        event.id,
-        event.messageId,
-        event.to,
-        event.delivery,
-        recordedAt,
-        messageCreatedAt,
-        event.delivery === 'pending' ? recordedAt : null,
-      );
-    }
-  }
-}
 
 export function listEvents(
   outbox: Outbox,

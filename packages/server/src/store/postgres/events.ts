@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { PlannedEvent, RecipientRef } from '../../domain/deliveries/events.js';
 import { isUuid } from '../../domain/formats.js';
+import { UnknownAccountError } from '../store.js';
 
 /**
  * Records a plan's events (receipt ingest, or parked receipts applied by message ingest) inside the batch's
@@ -77,18 +78,27 @@ export async function writeEvents(
 }
 
 /**
- * Whether the account's events queue deliveries (a callback URL set and callbacks enabled). Read without a
- * lock: a flag flipped while the batch runs applies from the next batch on.
+ * Whether the account's events queue deliveries (a callback URL set and callbacks enabled); the first statement
+ * of every ingest transaction. A flag flipped while the batch runs applies from the next batch on.
+ *
+ * It also holds the account row FOR KEY SHARE until the batch commits: deleteAccount takes the row FOR UPDATE,
+ * so a delete waits for the batches under way, and a batch that comes after it waits for the delete and then
+ * finds no account ({@link UnknownAccountError}, before it wrote anything). Without it a batch could write
+ * rows the delete had already passed over (a record, a parked receipt: orphans of a deleted account), or an
+ * identity of an existing contact that failed the delete on its foreign key. KEY SHARE conflicts with nothing
+ * but FOR UPDATE and DELETE: concurrent batches, account patches and the event counter's UPDATE (FOR NO KEY
+ * UPDATE) never wait on it.
  */
-export async function callbacksOf(client: pg.PoolClient, accountId: string): Promise<boolean> {
+export async function lockAccount(client: pg.PoolClient, accountId: string): Promise<{ callbacks: boolean }> {
   const result = isUuid(accountId)
     ? await client.query<{ callbacks: boolean }>({
-        name: 'wb_account_callbacks',
-        text: 'SELECT callback_url IS NOT NULL AND callback_enabled AS callbacks FROM accounts WHERE id = $1',
+        name: 'wb_lock_account',
+        text: `SELECT callback_url IS NOT NULL AND callback_enabled AS callbacks FROM accounts WHERE id = $1
+               FOR KEY SHARE`,
         values: [accountId],
       })
     : undefined;
   const row = result?.rows[0];
-  if (!row) throw new Error(`unknown account ${accountId}`);
-  return row.callbacks;
+  if (!row) throw new UnknownAccountError(`no account ${accountId}`);
+  return row;
 }

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { StoredMessage } from '../../domain/records.js';
-import { MESSAGE_COLUMNS, type MessageRow, messageFromRow, recordKey } from './rows.js';
+import type { MessageRow } from '../rows.js';
+import { type Columns, fromRow, MESSAGE_COLUMNS, recordKey } from './rows.js';
 
 /**
  * The batch statements shared by message and receipt ingest. Each takes whole arrays (`unnest`), so a batch
@@ -75,7 +76,7 @@ export async function countKeysOfIds(
 /**
  * Reads the records of these (locked) keys. A separate statement from the lock on purpose: it takes a fresh
  * snapshot after the lock was granted. A plain set-wise join, unlike the per-record LATERAL of the id
- * lookups (rows.ts joinRecord): for a batch of hundreds of records one pass over each month's index is
+ * lookups (queries.ts joinRecord): for a batch of hundreds of records one pass over each month's index is
  * cheaper than pruning afresh for every record (measured here: ≈0.1 s against ≈0.7 s for 1000 records).
  */
 export async function readRecords(
@@ -85,7 +86,7 @@ export async function readRecords(
 ): Promise<Map<string, StoredMessage>> {
   const records = new Map<string, StoredMessage>();
   if (keys.length === 0) return records;
-  const result = await client.query<MessageRow>({
+  const result = await client.query<MessageRow<Columns>>({
     name: 'wb_read_records',
     text: `SELECT ${MESSAGE_COLUMNS}
            FROM messages m
@@ -99,7 +100,7 @@ export async function readRecords(
       keys.map((k) => k.created_at.toISOString()),
     ],
   });
-  for (const row of result.rows) records.set(recordKey(row.id, row.channel_user_id), messageFromRow(row));
+  for (const row of result.rows) records.set(recordKey(row.id, row.channel_user_id), fromRow.message(row));
   return records;
 }
 

@@ -1,0 +1,160 @@
+import type pg from 'pg';
+import { isUuid } from '../../domain/formats.js';
+import type { Store } from '../store.js';
+import { accounts } from './accounts.js';
+import { latestStats, withDeadlines } from './deadline.js';
+import { messageIngest } from './ingest-messages.js';
+import { receiptIngest } from './ingest-receipts.js';
+import { migrate } from './migrations.js';
+import * as outbox from './outbox.js';
+import { dropParkedBefore } from './parked.js';
+import { pepperFingerprintCalls } from './pepper-fingerprint.js';
+import { checkSchemaName, createPool } from './pool.js';
+import { prune } from './prune.js';
+import { queries } from './queries.js';
+
+export interface PostgresStoreOptions {
+  /** The primary: every write, and every read not listed under `readUrl`. */
+  url: string;
+  /**
+   * A read replica for the query endpoints' reads (findDlr, findMessagesByIds, resolveContact, listHistory,
+   * getAccountByKey). They then lag the primary by the replica's delay. Default: read from `url`.
+   */
+  readUrl?: string;
+  /** Connections per pool (the replica gets a pool of its own of the same size). */
+  poolSize: number;
+  /** `statement_timeout` of every connection, in milliseconds; 0 turns it off. */
+  statementTimeoutMs: number;
+  /** The schema holding Waybill's tables, created by `migrate()` when missing. @default 'public' */
+  schema?: string;
+  /**
+   * The deadline of every store call but `migrate` and `prune` (WAYBILL_DB_TIMEOUT_MS), in milliseconds: past
+   * it the call fails with a StoreUnavailableError, and the connection it was using is destroyed. It also
+   * bounds opening a connection and waiting for a free one. See deadline.ts. @default 5000
+   */
+  timeoutMs?: number;
+}
+
+/** Store calls that are maintenance, not requests: not bounded by `timeoutMs` (see deadline.ts). */
+const MAINTENANCE = new Set(['migrate', 'prune']);
+
+/**
+ * Opens a PostgreSQL store. Nothing connects until the first call; run `migrate()` before use.
+ *
+ * Hot queries are named prepared statements (node-postgres `name:`): parsed and planned once per connection.
+ * Behind PgBouncer in transaction mode that needs PgBouncer 1.21 or later with `max_prepared_statements` set
+ * (it then tracks protocol-level prepared statements across server connections); older PgBouncer in that mode
+ * fails with "prepared statement … does not exist" (docs/operations.md).
+ *
+ * @example
+ * const store = openPostgresStore({ url: 'postgres://waybill@db/waybill', poolSize: 10, statementTimeoutMs: 5000 });
+ * await store.migrate();
+ */
+export function openPostgresStore(options: PostgresStoreOptions): Store {
+  const schema = checkSchemaName(options.schema ?? 'public');
+  const timeoutMs = options.timeoutMs ?? 5000;
+  const poolOptions = {
+    poolSize: options.poolSize,
+    statementTimeoutMs: options.statementTimeoutMs,
+    schema,
+    connectTimeoutMs: timeoutMs,
+    queryTimeoutMs: timeoutMs,
+  };
+  const primary = createPool({ ...poolOptions, url: options.url });
+  const replica =
+    options.readUrl === undefined ? primary : createPool({ ...poolOptions, url: options.readUrl });
+  // Migrations and pruning get a connection of their own, opened when first needed, whose statements may run
+  // as long as statement_timeout allows (the client gives up `timeoutMs` after that: the server's cancel never
+  // came back, so the network is gone).
+  let maintenancePool: pg.Pool | undefined;
+  const maintenance = () => {
+    maintenancePool ??= createPool({
+      ...poolOptions,
+      url: options.url,
+      poolSize: 1,
+      queryTimeoutMs: options.statementTimeoutMs > 0 ? options.statementTimeoutMs + timeoutMs : 0,
+    });
+    return maintenancePool;
+  };
+  // Month partitions this process knows exist; see ensurePartitions.
+  const partitions = new Set<string>();
+
+  let closed = false;
+  const store: Store = {
+    engine: 'postgres',
+    async migrate() {
+      return migrate(maintenance(), schema);
+    },
+    async ping() {
+      await primary.query('SELECT 1');
+      if (replica !== primary) await replica.query('SELECT 1');
+    },
+    async close() {
+      // pg refuses to end a pool twice; a second close (shutdown racing a failure path) is a no-op here.
+      if (closed) return;
+      closed = true;
+      await primary.end();
+      if (replica !== primary) await replica.end();
+      await maintenancePool?.end();
+    },
+    async prune(cutoff) {
+      return prune(maintenance(), schema, cutoff, partitions);
+    },
+    ...pepperFingerprintCalls(primary),
+
+    ...accounts(primary, replica),
+    ingestMessages: messageIngest(primary, schema, partitions),
+    ingestReceipts: receiptIngest(primary),
+    ...queries(replica),
+
+    // The feed and the outbox read the primary: a relay must see what it leased, and an operator what they
+    // just changed.
+    async listReceiptEvents(accountId, afterSeq, limit) {
+      if (!isUuid(accountId)) return [];
+      return outbox.listEvents(primary, accountId, afterSeq, limit);
+    },
+    async claimDeliveries(request) {
+      return outbox.claim(primary, request);
+    },
+    async recheckClaims(claims) {
+      return outbox.recheck(primary, claims, new Date());
+    },
+    async finishAttempt(claimed, outcome) {
+      await outbox.finish(primary, claimed, outcome);
+    },
+    async releaseClaim(claimed) {
+      await outbox.release(primary, claimed, new Date());
+    },
+    async nextDeliveryDue() {
+      return outbox.nextDue(primary, new Date());
+    },
+    async listDeliveries(accountId, query) {
+      if (!isUuid(accountId)) return [];
+      return outbox.listDeliveries(primary, accountId, query);
+    },
+    async getDelivery(accountId, id) {
+      if (!isUuid(accountId)) return null;
+      return outbox.getDelivery(primary, accountId, id);
+    },
+    async redeliver(accountId, id, now) {
+      if (!isUuid(accountId)) return null;
+      return outbox.redeliver(primary, accountId, id, now);
+    },
+    async redeliverDead(accountId, now) {
+      if (!isUuid(accountId)) return 0;
+      return outbox.redeliverDead(primary, accountId, now);
+    },
+    async backfillDeliveries(accountId, since, now) {
+      if (!isUuid(accountId)) return null;
+      return outbox.backfill(primary, accountId, since, now);
+    },
+    async outboxStats() {
+      return outbox.stats(primary);
+    },
+    async dropParkedBefore(cutoff) {
+      return dropParkedBefore(primary, cutoff);
+    },
+  };
+  const bounded = withDeadlines(store, timeoutMs, MAINTENANCE);
+  return { ...bounded, outboxStats: latestStats(bounded) };
+}

@@ -1,0 +1,67 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database, { type RunResult } from 'better-sqlite3';
+import type { BatchOutcome } from '../../domain/ingest/precedence.js';
+
+/**
+ * The SQLite connection and what every module of this engine shares about it: how it is opened, the type of
+ * a prepared statement, and the transaction shape of an ingest batch.
+ */
+
+/**
+ * The part of a prepared statement the store uses, under a name of our own: better-sqlite3's types keep theirs
+ * in a namespace that declaration output cannot name.
+ */
+export interface Prepared<P extends unknown[], R> {
+  run(...params: P): RunResult;
+  get(...params: P): R | undefined;
+  all(...params: P): R[];
+}
+
+/** `db.prepare`, typed as {@link Prepared}. Each module prepares its statements once, when the store opens. */
+export const preparer =
+  (db: Database.Database) =>
+  <P extends unknown[] = [], R = unknown>(sql: string): Prepared<P, R> =>
+    db.prepare<P, R>(sql);
+
+/**
+ * Opens the database file (its directory is created when missing) or `:memory:`, with the page cache and
+ * memory map sized to `cacheMb`, WAL, and foreign keys on.
+ */
+export function openDatabase(path: string, cacheMb: number): Database.Database {
+  const inMemory = path === ':memory:';
+  if (!inMemory) mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path, { timeout: 5000 });
+  if (!inMemory) {
+    db.pragma('journal_mode = WAL');
+    db.pragma(`mmap_size = ${Math.floor(cacheMb * 1024 * 1024)}`);
+  }
+  db.pragma('synchronous = NORMAL');
+  db.pragma('busy_timeout = 5000');
+  db.pragma('foreign_keys = ON');
+  // A negative cache_size is in KiB rather than pages.
+  db.pragma(`cache_size = ${-Math.floor(cacheMb * 1024)}`);
+  return db;
+}
+
+/**
+ * Thrown inside a batch's transaction to roll it back and answer `outcome` instead: the batch's item errors,
+ * or a dry run that passed.
+ */
+export class RollBack<T> extends Error {
+  readonly outcome: BatchOutcome<T>;
+  constructor(outcome: BatchOutcome<T>) {
+    super('batch rolled back');
+    this.outcome = outcome;
+  }
+}
+
+/** Runs a batch's transaction; one rolled back by {@link RollBack} answers its outcome. */
+export function runBatch<T>(apply: () => T): BatchOutcome<T> {
+  try {
+    return { ok: true, value: apply() };
+  } catch (error) {
+    if (error instanceof RollBack) return error.outcome as BatchOutcome<T>;
+    throw error;
+  }
+}

@@ -1,0 +1,97 @@
+import type Database from 'better-sqlite3';
+import type { PlannedEvent, RecipientRef } from '../../domain/deliveries/events.js';
+import { UnknownAccountError } from '../store.js';
+import { preparer } from './database.js';
+
+/** Receipt events as ingest records them, with the deliveries they queue, on SQLite. */
+export function prepareEvents(db: Database.Database) {
+  const prepare = preparer(db);
+  return {
+    callbacks: prepare<[string], { callbacks: number }>(
+      'SELECT callback_url IS NOT NULL AND callback_enabled AS callbacks FROM accounts WHERE id = ?',
+    ),
+    takeEventSeqs: prepare<[number, string], { last_event_seq: number }>(
+      'UPDATE accounts SET last_event_seq = last_event_seq + ? WHERE id = ? RETURNING last_event_seq',
+    ),
+    insertEvent: prepare<[string, number, string, string, string, number, number, string]>(
+      `INSERT INTO receipt_events (account_id, seq, id, message_id, recipient, recorded_at, message_created_at, item)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    // All of a batch's recipients in one statement (a JSON array of [messageId, to]). Pinned to the recipient
+    // index: left to itself the planner searches (account_id, state) and reads every pending delivery of the
+    // account.
+    supersede: prepare<[{ account: string; recipients: string }]>(
+      `UPDATE deliveries INDEXED BY deliveries_recipient SET state = 'superseded', next_attempt_at = NULL
+       WHERE account_id = @account
+         AND (message_id, recipient) IN (SELECT value ->> 0, value ->> 1 FROM json_each(@recipients))
+         AND state = 'pending'`,
+    ),
+    insertDelivery: prepare<[string, number, string, string, string, string, number, number, number | null]>(
+      `INSERT INTO deliveries (account_id, seq, id, message_id, recipient, state, created_at, message_created_at,
+         next_attempt_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+  };
+}
+
+export type EventStatements = ReturnType<typeof prepareEvents>;
+
+/**
+ * Whether the account's events queue deliveries (a callback URL set and callbacks enabled); the first read of
+ * every ingest batch, which throws {@link UnknownAccountError} when the account is gone. The batch's
+ * IMMEDIATE transaction holds SQLite's one write lock, so the account cannot be deleted before it commits.
+ */
+export function callbacksOf(sql: EventStatements, accountId: string): boolean {
+  const row = sql.callbacks.get(accountId);
+  if (!row) throw new UnknownAccountError(`no account ${accountId}`);
+  return row.callbacks !== 0;
+}
+
+/**
+ * Records a plan's events with their feed positions, supersedes the recipients' older pending deliveries and
+ * queues the new ones. Runs inside the batch's transaction (SQLite has one writer, so the numbering is in
+ * commit order by construction).
+ */
+export function writeEvents(
+  sql: EventStatements,
+  accountId: string,
+  events: readonly PlannedEvent[],
+  supersede: readonly RecipientRef[],
+): void {
+  if (events.length === 0) return;
+  const row = sql.takeEventSeqs.get(events.length, accountId);
+  if (!row) throw new Error(`unknown account ${accountId}`);
+  let seq = row.last_event_seq - events.length;
+  if (supersede.length > 0) {
+    const recipients = JSON.stringify(supersede.map((r) => [r.messageId, r.to]));
+    sql.supersede.run({ account: accountId, recipients });
+  }
+  for (const event of events) {
+    seq++;
+    const recordedAt = event.recordedAt.getTime();
+    const messageCreatedAt = event.messageCreatedAt.getTime();
+    sql.insertEvent.run(
+      accountId,
+      seq,
+      event.id,
+      event.messageId,
+      event.to,
+      recordedAt,
+      messageCreatedAt,
+      JSON.stringify(event.item),
+    );
+    if (event.delivery !== null) {
+      sql.insertDelivery.run(
+        accountId,
+        seq,
+        event.id,
+        event.messageId,
+        event.to,
+        event.delivery,
+        recordedAt,
+        messageCreatedAt,
+        event.delivery === 'pending' ? recordedAt : null,
+      );
+    }
+  }
+}

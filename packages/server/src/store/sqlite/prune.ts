@@ -1,0 +1,36 @@
+import type Database from 'better-sqlite3';
+import type { MaintenanceStore } from '../store.js';
+import { preparer } from './database.js';
+import type { Outbox } from './outbox.js';
+
+/** Retention's own statement; the outbox's statements remove the events, deliveries and attempts. */
+export function preparePrune(db: Database.Database) {
+  const prepare = preparer(db);
+  return {
+    // Walks the history index one conversation at a time, so only the expired range of each is visited.
+    messages: prepare<[number]>(
+      `DELETE FROM messages
+       WHERE (account_id, conversation_id) IN (SELECT account_id, id FROM conversations) AND created_at < ?`,
+    ),
+  };
+}
+
+export type PruneStatements = ReturnType<typeof preparePrune>;
+
+/**
+ * Retention on SQLite: removes every message record created before the cutoff, with its receipt events,
+ * deliveries and their attempt logs, in one IMMEDIATE transaction; returns how many records went.
+ */
+export function prune(
+  db: Database.Database,
+  sql: PruneStatements,
+  outbox: Outbox,
+): MaintenanceStore['prune'] {
+  const apply = db.transaction((cutoff: number) => {
+    outbox.pruneAttempts.run(cutoff);
+    outbox.pruneDeliveries.run(cutoff);
+    outbox.pruneEvents.run(cutoff);
+    return sql.messages.run(cutoff).changes;
+  });
+  return async (cutoff) => apply.immediate(cutoff.getTime());
+}

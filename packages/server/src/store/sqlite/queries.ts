@@ -1,0 +1,144 @@
+import type Database from 'better-sqlite3';
+import type { StoredMessage } from '../../domain/records.js';
+import type { DlrRow, MessageRow } from '../rows.js';
+import type { HistoryQuery, QueryStore } from '../store.js';
+import { type Prepared, preparer } from './database.js';
+import { type Columns, DLR_COLUMNS, fromRow, MESSAGE_COLUMNS } from './rows.js';
+
+/** The parameters of a history page; `before_*` only on the statements that continue from a cursor. */
+export interface HistoryParams {
+  account: string;
+  conversation?: string;
+  campaign?: string;
+  channel?: string;
+  before_at?: number;
+  before_id?: string;
+  before_user?: string;
+  limit: number;
+}
+
+export type HistoryKind = 'conversation' | 'conversationCampaign' | 'campaign' | 'campaignChannel';
+
+// Each filter names its index so the plan cannot drift to a scan-and-sort; a wrong name fails at open.
+const HISTORY_FILTERS: Record<HistoryKind, { index: string; where: string }> = {
+  conversation: { index: 'messages_history', where: 'conversation_id = @conversation' },
+  conversationCampaign: {
+    index: 'messages_conversation_campaign',
+    where: 'conversation_id = @conversation AND campaign_id = @campaign',
+  },
+  campaign: { index: 'messages_campaign', where: 'campaign_id = @campaign' },
+  campaignChannel: { index: 'messages_campaign', where: 'campaign_id = @campaign AND channel = @channel' },
+};
+
+function historyStatement(
+  db: Database.Database,
+  kind: HistoryKind,
+  keyset: boolean,
+): Prepared<[HistoryParams], MessageRow<Columns>> {
+  const { index, where } = HISTORY_FILTERS[kind];
+  // Row-value comparison under BINARY collation: the same total order as comparePositions, and an index
+  // range rather than OFFSET, so rows arriving between pages cannot shift a later page.
+  const after = keyset
+    ? ' AND (created_at, id, channel_user_id) < (@before_at, @before_id, @before_user)'
+    : '';
+  return db.prepare<[HistoryParams], MessageRow<Columns>>(
+    `SELECT ${MESSAGE_COLUMNS} FROM messages INDEXED BY ${index}
+     WHERE account_id = @account AND ${where}${after}
+     ORDER BY created_at DESC, id DESC, channel_user_id DESC
+     LIMIT @limit`,
+  );
+}
+
+/** The statements of the query endpoints' reads, prepared once when the store opens. */
+export function prepareQueries(db: Database.Database) {
+  const prepare = preparer(db);
+  const history = (kind: HistoryKind) => ({
+    first: historyStatement(db, kind, false),
+    next: historyStatement(db, kind, true),
+  });
+  return {
+    // The primary key finds every recipient of the id; sorting that handful by seq is cheap.
+    // No ORDER BY: SQLite's sorter costs ~4× the primary-key lookup even for the 1–3 rows of a message
+    // (measured under /dlr load, docs/benchmarks.md), so findDlr orders by `seq` in JavaScript. Only the
+    // columns /dlr shows are read.
+    dlrItems: prepare<[string, string], DlrRow<Columns> & { seq: number }>(
+      `SELECT ${DLR_COLUMNS}, seq FROM messages
+       WHERE account_id = ? AND id = ? AND sms_status IS NOT NULL`,
+    ),
+    messagesByIds: prepare<[{ account: string; ids: string; campaign: string | null }], MessageRow<Columns>>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages
+       WHERE account_id = @account AND id IN (SELECT value FROM json_each(@ids))
+         AND (@campaign IS NULL OR campaign_id = @campaign)
+       ORDER BY created_at, id, channel_user_id`,
+    ),
+    identity: prepare<[string, string, string], { contact_id: string }>(
+      'SELECT contact_id FROM identities WHERE account_id = ? AND channel = ? AND channel_user_id = ?',
+    ),
+    conversation: prepare<[string, string, string], { id: string }>(
+      'SELECT id FROM conversations WHERE account_id = ? AND contact_id = ? AND channel = ?',
+    ),
+    history: {
+      conversation: history('conversation'),
+      conversationCampaign: history('conversationCampaign'),
+      campaign: history('campaign'),
+      campaignChannel: history('campaignChannel'),
+    } satisfies Record<HistoryKind, unknown>,
+  };
+}
+
+export type QueryStatements = ReturnType<typeof prepareQueries>;
+
+/** The read paths of the query endpoints on SQLite: /dlr, messages by id, history, resolving a contact. */
+export function queries(sql: QueryStatements): Omit<QueryStore, 'listReceiptEvents'> {
+  return {
+    async findDlr(accountId, messageId) {
+      const rows = sql.dlrItems.all(accountId, messageId);
+      if (rows.length > 1) rows.sort((a, b) => a.seq - b.seq);
+      return rows.map(fromRow.dlrRecipient);
+    },
+    async findMessagesByIds(accountId, ids, campaignId) {
+      if (ids.length === 0) return [];
+      return sql.messagesByIds
+        .all({ account: accountId, ids: JSON.stringify(ids), campaign: campaignId ?? null })
+        .map(fromRow.message);
+    },
+    async resolveContact(accountId, channel, channelUserId) {
+      return sql.identity.get(accountId, channel, channelUserId)?.contact_id ?? null;
+    },
+    async listHistory(accountId, query) {
+      return listHistory(sql, accountId, query);
+    },
+  };
+}
+
+function listHistory(sql: QueryStatements, accountId: string, query: HistoryQuery): StoredMessage[] {
+  const params: HistoryParams = { account: accountId, limit: query.limit };
+  let statements: QueryStatements['history'][keyof QueryStatements['history']];
+  if (query.contactId !== undefined) {
+    if (query.channel === undefined) throw new Error('a contact history query needs a channel');
+    const conversation = sql.conversation.get(accountId, query.contactId, query.channel);
+    if (!conversation) return [];
+    params.conversation = conversation.id;
+    if (query.campaignId !== undefined) {
+      params.campaign = query.campaignId;
+      statements = sql.history.conversationCampaign;
+    } else {
+      statements = sql.history.conversation;
+    }
+  } else if (query.campaignId !== undefined) {
+    params.campaign = query.campaignId;
+    if (query.channel !== undefined) {
+      params.channel = query.channel;
+      statements = sql.history.campaignChannel;
+    } else {
+      statements = sql.history.campaign;
+    }
+  } else {
+    throw new Error('a history query needs a contactId or a campaignId');
+  }
+  if (query.before === undefined) return statements.first.all(params).map(fromRow.message);
+  params.before_at = query.before.createdAt.getTime();
+  params.before_id = query.before.id;
+  params.before_user = query.before.channelUserId;
+  return statements.next.all(params).map(fromRow.message);
+}

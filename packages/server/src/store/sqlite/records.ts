@@ -1,0 +1,139 @@
+import type Database from 'better-sqlite3';
+import { recordKey } from '../../domain/ingest/plan-messages.js';
+import type { StoredMessage } from '../../domain/records.js';
+import type { MessageRow } from '../rows.js';
+import { preparer } from './database.js';
+import {
+  type Columns,
+  fromRow,
+  MESSAGE_COLUMNS,
+  type MessageParams,
+  messageParams,
+  NEW_MESSAGE_COLUMNS,
+  newMessageValues,
+  receiptValues,
+  type SqlValue,
+} from './rows.js';
+
+/**
+ * The reads and writes of message records that ingest makes, inside the batch's transaction. The reads take
+ * all of a batch's keys at once, as one JSON array: each key is still one search of the index named in its plan,
+ * but one statement per batch rather than per key halves their CPU (measured on a 100,000-record account: 8
+ * against 14 µs per record).
+ */
+export function prepareRecords(db: Database.Database) {
+  const prepare = preparer(db);
+  return {
+    messagesByKeys: prepare<[{ account: string; keys: string }], MessageRow<Columns>>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages
+       WHERE account_id = @account
+         AND (id, channel_user_id) IN (SELECT value ->> 0, value ->> 1 FROM json_each(@keys))`,
+    ),
+    lastMessageSeq: prepare<[string], { last_message_seq: number }>(
+      'SELECT last_message_seq FROM accounts WHERE id = ?',
+    ),
+    setLastMessageSeq: prepare<[number, string]>('UPDATE accounts SET last_message_seq = ? WHERE id = ?'),
+    // One row per statement, on purpose: a multi-row VALUES insert needs a statement journal (a row may fail
+    // after others went in), which copied every page it touched and cost more than the calls it saved
+    // (measured here: 48 against 33 µs per record). Positional, in NEW_MESSAGE_COLUMNS order.
+    insertMessage: prepare<[SqlValue[]]>(
+      `INSERT INTO messages (${NEW_MESSAGE_COLUMNS})
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    // createdAt and the ingest sequence never change once a record exists.
+    updateMessage: prepare<[MessageParams]>(
+      `UPDATE messages SET channel = @channel, direction = @direction, contact_id = @contact_id,
+         conversation_id = @conversation_id, campaign_id = @campaign_id, text = @text, content = @content,
+         status = @status, sms_status = @sms_status, network = @network, price = @price, counts = @counts,
+         dr_statuscode = @dr_statuscode, dr_errcode = @dr_errcode, dr_time = @dr_time
+       WHERE account_id = @account_id AND id = @id AND channel_user_id = @channel_user_id`,
+    ),
+    // The outbound SMS recipients of a receipt batch's message ids, with the rowid that updateReceipt writes
+    // them by (read in the same transaction, so it cannot have moved). Callers order each id's rows by `seq`.
+    recipientsOfIds: prepare<
+      [{ account: string; ids: string }],
+      MessageRow<Columns> & { seq: number; row: number }
+    >(
+      `SELECT ${MESSAGE_COLUMNS}, seq, rowid AS row FROM messages
+       WHERE account_id = @account AND id IN (SELECT value FROM json_each(@ids)) AND sms_status IS NOT NULL`,
+    ),
+    // A receipt changes only the SMS and receipt columns: text and content are never read back and rewritten.
+    // By rowid, from recipientsOfIds: one search of the table rather than of the key index and then the table.
+    updateReceipt: prepare<[SqlValue[]]>(
+      `UPDATE messages SET sms_status = ?, network = ?, price = ?, counts = ?, dr_statuscode = ?, dr_errcode = ?,
+         dr_time = ?
+       WHERE rowid = ?`,
+    ),
+  };
+}
+
+export type RecordStatements = ReturnType<typeof prepareRecords>;
+
+/** The stored records of these keys, by {@link recordKey}. */
+export function readRecords(
+  sql: RecordStatements,
+  accountId: string,
+  keys: readonly { id: string; channelUserId: string }[],
+): Map<string, StoredMessage> {
+  const records = new Map<string, StoredMessage>();
+  const json = JSON.stringify(keys.map((r) => [r.id, r.channelUserId]));
+  for (const row of sql.messagesByKeys.all({ account: accountId, keys: json })) {
+    records.set(recordKey(row.id, row.channel_user_id), fromRow.message(row));
+  }
+  return records;
+}
+
+/** Writes whole records: inserts the new ones, numbered in the given (first-ingested) order, updates the rest. */
+export function writeRecords(
+  sql: RecordStatements,
+  accountId: string,
+  records: readonly { record: StoredMessage; isNew: boolean }[],
+): void {
+  const account = sql.lastMessageSeq.get(accountId);
+  if (!account) throw new Error(`unknown account ${accountId}`);
+  let seq = account.last_message_seq;
+  for (const { record, isNew } of records) {
+    if (isNew) sql.insertMessage.run(newMessageValues(accountId, ++seq, record));
+    else sql.updateMessage.run(messageParams(accountId, record));
+  }
+  sql.setLastMessageSeq.run(seq, accountId);
+}
+
+/** A receipt batch's recipients: by message id in first-ingested order, and each one's rowid by record key. */
+export interface Recipients {
+  byId: Map<string, StoredMessage[]>;
+  rows: Map<string, number>;
+}
+
+/** The outbound SMS recipients of these message ids. */
+export function readRecipients(sql: RecordStatements, accountId: string, ids: readonly string[]): Recipients {
+  const found = new Map<string, (MessageRow<Columns> & { seq: number; row: number })[]>();
+  for (const row of sql.recipientsOfIds.all({ account: accountId, ids: JSON.stringify(ids) })) {
+    const list = found.get(row.id);
+    if (list) list.push(row);
+    else found.set(row.id, [row]);
+  }
+  const byId = new Map<string, StoredMessage[]>();
+  const rows = new Map<string, number>();
+  for (const [id, list] of found) {
+    // In the order they were first ingested, as /dlr lists them.
+    if (list.length > 1) list.sort((a, b) => a.seq - b.seq);
+    byId.set(id, list.map(fromRow.message));
+    for (const r of list) rows.set(recordKey(r.id, r.channel_user_id), r.row);
+  }
+  return { byId, rows };
+}
+
+/** Writes the SMS and receipt columns of recipients read by {@link readRecipients}, and nothing else. */
+export function updateSmsState(
+  sql: RecordStatements,
+  rows: ReadonlyMap<string, number>,
+  records: readonly StoredMessage[],
+): void {
+  for (const record of records) {
+    const row = rows.get(recordKey(record.id, record.channelUserId));
+    // Receipts only ever change recipients the batch loaded.
+    if (row === undefined) throw new Error(`receipt plan updates an unloaded record ${record.id}`);
+    sql.updateReceipt.run(receiptValues(record, row));
+  }
+}
