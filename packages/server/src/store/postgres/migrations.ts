@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { MESSAGE_INDEXES } from '../message-indexes.js';
 import type { AppliedMigration, Migration } from '../store.js';
 import { quoteIdent, withClient } from './pool.js';
 
@@ -115,14 +116,7 @@ export const MIGRATIONS: readonly Migration[] = [
       -- that has none (far past or future dates, or a month pruned meanwhile), so no insert can fail.
       CREATE TABLE messages_default PARTITION OF messages DEFAULT;
 
-      CREATE INDEX messages_history
-        ON messages (account_id, conversation_id, created_at, id, channel_user_id);
-      CREATE INDEX messages_campaign
-        ON messages (account_id, campaign_id, created_at, id, channel_user_id)
-        WHERE campaign_id IS NOT NULL;
-      CREATE INDEX messages_conversation_campaign
-        ON messages (account_id, conversation_id, campaign_id, created_at, id, channel_user_id)
-        WHERE campaign_id IS NOT NULL;
+      ${MESSAGE_INDEXES}
     `,
   },
   {

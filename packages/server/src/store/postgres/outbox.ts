@@ -1,22 +1,6 @@
 import type pg from 'pg';
-import type { AttemptOutcome } from '../../domain/deliveries/attempt-outcome.js';
-import { type BackfillEvent, planBackfill, queuedBy } from '../../domain/deliveries/backfill.js';
-import {
-  type ClaimCandidate,
-  ClaimPicker,
-  candidateWindow,
-  NEXT_DUE_WINDOW,
-  nextDue as nextDueOf,
-} from '../../domain/deliveries/claim-policy.js';
-import {
-  callbacksOn,
-  type Delivery,
-  type DeliveryDetail,
-  type DeliveryState,
-} from '../../domain/deliveries/delivery.js';
 import type { ReceiptEvent } from '../../domain/deliveries/events.js';
-import { maySend, type StoredClaim, settleAttempt } from '../../domain/deliveries/finish.js';
-import { redeliverableDead, redeliveryRefusal } from '../../domain/deliveries/redeliver.js';
+import * as rules from '../../domain/deliveries/rules.js';
 import type { ClaimedDelivery, ClaimRequest, DeliveryListQuery } from '../store.js';
 import { inTransaction } from './pool.js';
 import {
@@ -75,7 +59,7 @@ interface CandidateRow extends PendingRow {
   previous_callback_secret_until: Date | null;
 }
 
-const candidateOf = <R extends PendingRow>(row: R): ClaimCandidate & { row: R } => ({
+const candidateOf = <R extends PendingRow>(row: R): rules.ClaimCandidate & { row: R } => ({
   accountId: row.account_id,
   seq: row.seq,
   messageId: row.message_id,
@@ -110,7 +94,7 @@ const PENDING_COLUMNS = `d.account_id, d.seq, d.message_id, d.recipient, d.next_
  */
 export async function claim(pool: pg.Pool, request: ClaimRequest): Promise<ClaimedDelivery[]> {
   if (request.limit <= 0) return [];
-  const picker = new ClaimPicker(request);
+  const picker = new rules.ClaimPicker(request);
   let candidates = (await claimCandidates(pool, request, picker)).map(candidateOf);
   const claimed: ClaimedDelivery[] = [];
   for (let round = 0; round < CLAIM_ROUNDS && candidates.length > 0 && picker.room() > 0; round++) {
@@ -144,7 +128,7 @@ const deliveryKey = (row: { account_id: string; seq: number }) => `${row.account
 async function claimCandidates(
   pool: pg.Pool,
   request: ClaimRequest,
-  picker: ClaimPicker,
+  picker: rules.ClaimPicker,
 ): Promise<CandidateRow[]> {
   const full = [...request.inFlight.keys()].filter((id) => picker.accountRoom(id) <= 0);
   const result = await pool.query<CandidateRow>({
@@ -161,7 +145,7 @@ async function claimCandidates(
              LIMIT $2
            ) c
            WHERE a.callback_url IS NOT NULL AND a.callback_enabled AND a.id <> ALL($3::uuid[])`,
-    values: [request.now.toISOString(), candidateWindow(request.perAccount), full],
+    values: [request.now.toISOString(), rules.candidateWindow(request.perAccount), full],
   });
   return result.rows;
 }
@@ -215,7 +199,7 @@ const claimedFromRow = (row: CandidateRow, lease: string): ClaimedDelivery => ({
 interface ClaimStateRow {
   account_id: string;
   id: string;
-  state: DeliveryState;
+  state: rules.DeliveryState;
   lease: string | null;
 }
 
@@ -242,7 +226,7 @@ export async function recheck(
   const states = await claimStates(pool, claims);
   const sendable: ClaimedDelivery[] = [];
   for (const claimed of claims) {
-    if (maySend(states.get(`${claimed.accountId}\u0000${claimed.id}`) ?? null, claimed.lease)) {
+    if (rules.maySend(states.get(`${claimed.accountId}\u0000${claimed.id}`) ?? null, claimed.lease)) {
       sendable.push(claimed);
     } else {
       await release(pool, claimed, now);
@@ -265,14 +249,14 @@ const FINISH_TRIES = 3;
 export async function finish(
   pool: pg.Pool,
   claimed: ClaimedDelivery,
-  outcome: AttemptOutcome,
+  outcome: rules.AttemptOutcome,
 ): Promise<void> {
   const { attempt } = outcome;
   const key = `${claimed.accountId}\u0000${claimed.id}`;
-  let stored: StoredClaim | undefined = { state: 'pending', lease: claimed.lease };
+  let stored: rules.StoredClaim | undefined = { state: 'pending', lease: claimed.lease };
   for (let tries = 0; tries < FINISH_TRIES; tries++) {
     if (tries > 0) stored = (await claimStates(pool, [claimed])).get(key);
-    const settled = settleAttempt(stored ?? null, claimed.lease, outcome);
+    const settled = rules.settleAttempt(stored ?? null, claimed.lease, outcome);
     if (!stored || !settled) return;
     const result = await pool.query<{ n: number }>({
       name: 'wb_finish_attempt',
@@ -341,9 +325,9 @@ export async function nextDue(pool: pg.Pool, now: Date): Promise<Date | null> {
              LIMIT $1
            ) c
            WHERE a.callback_url IS NOT NULL AND a.callback_enabled`,
-    values: [NEXT_DUE_WINDOW],
+    values: [rules.NEXT_DUE_WINDOW],
   });
-  return nextDueOf(result.rows.map(candidateOf), now);
+  return rules.nextDue(result.rows.map(candidateOf), now);
 }
 
 /** Whole-queue counts for the metrics; each reads a partial index (or the small parked table). */
@@ -362,7 +346,7 @@ export async function listDeliveries(
   pool: pg.Pool,
   accountId: string,
   query: DeliveryListQuery,
-): Promise<Delivery[]> {
+): Promise<rules.Delivery[]> {
   const values: unknown[] = [accountId, query.beforeSeq ?? Number.MAX_SAFE_INTEGER, query.limit];
   if (query.state !== undefined) values.push(query.state);
   // One statement per shape, so each gets a plan that walks its own index backwards from the cursor.
@@ -393,7 +377,7 @@ export async function getDelivery(
   pool: pg.Pool,
   accountId: string,
   id: string,
-): Promise<DeliveryDetail | null> {
+): Promise<rules.DeliveryDetail | null> {
   const row = await deliveryRow(pool, accountId, id);
   if (!row) return null;
   const attempts = await pool.query<AttemptRow>({
@@ -425,7 +409,7 @@ const REDELIVERY_COLUMNS = `d.seq, d.state, EXISTS (
 
 interface RedeliveryRow {
   seq: number;
-  state: DeliveryState;
+  state: rules.DeliveryState;
   newerOfRecipient: boolean;
 }
 
@@ -444,8 +428,8 @@ export async function redeliver(
   accountId: string,
   id: string,
   now: Date,
-): Promise<Delivery | 'superseded' | null> {
-  return inTransaction<Delivery | 'superseded' | null>(pool, async (client) => {
+): Promise<rules.Delivery | 'superseded' | null> {
+  return inTransaction<rules.Delivery | 'superseded' | null>(pool, async (client) => {
     await client.query({
       name: 'wb_redeliver_lock',
       text: lockRecipientKeys('d.id = $2'),
@@ -458,7 +442,7 @@ export async function redeliver(
     });
     const row = loaded.rows[0];
     if (!row) return { commit: false, value: null };
-    const refusal = redeliveryRefusal(row);
+    const refusal = rules.redeliveryRefusal(row);
     if (refusal) return { commit: false, value: refusal };
     await requeue(client, accountId, [row.seq], now);
     const updated = await deliveryRow(client, accountId, id);
@@ -478,7 +462,7 @@ export async function redeliverDead(pool: pg.Pool, accountId: string, now: Date)
       text: `SELECT ${REDELIVERY_COLUMNS} FROM deliveries d WHERE d.account_id = $1 AND d.state = 'dead'`,
       values: [accountId],
     });
-    const chosen = redeliverableDead(dead.rows);
+    const chosen = rules.redeliverableDead(dead.rows);
     if (chosen.length > 0) {
       await requeue(
         client,
@@ -510,7 +494,7 @@ export async function backfill(
     });
     const row = account.rows[0];
     if (!row) return { commit: false, value: null };
-    if (!callbacksOn({ callbackUrl: row.callback_url, callbackEnabled: row.callback_enabled })) {
+    if (!rules.callbacksOn({ callbackUrl: row.callback_url, callbackEnabled: row.callback_enabled })) {
       return { commit: false, value: 'callbacks-off' };
     }
     await client.query({
@@ -530,7 +514,7 @@ export async function backfill(
       message_id: string;
       recipient: string;
       recorded_at: Date;
-      delivery: DeliveryState | null;
+      delivery: rules.DeliveryState | null;
     }>({
       name: 'wb_backfill_rows',
       text: `SELECT e.seq, e.message_id, e.recipient, e.recorded_at, d.state AS delivery
@@ -542,14 +526,14 @@ export async function backfill(
              WHERE d.account_id = $1 AND d.state = 'pending' AND e.recorded_at < $2`,
       values: [accountId, since.toISOString()],
     });
-    const events: BackfillEvent[] = loaded.rows.map((r) => ({
+    const events: rules.BackfillEvent[] = loaded.rows.map((r) => ({
       seq: r.seq,
       messageId: r.message_id,
       to: r.recipient,
       recordedAt: r.recorded_at,
       delivery: r.delivery,
     }));
-    const plan = planBackfill(events, since);
+    const plan = rules.planBackfill(events, since);
     if (plan.supersede.length > 0) {
       await client.query({
         name: 'wb_backfill_supersede',
@@ -569,6 +553,6 @@ export async function backfill(
       });
     }
     if (plan.requeue.length > 0) await requeue(client, accountId, plan.requeue, now);
-    return { commit: true, value: queuedBy(plan) };
+    return { commit: true, value: rules.queuedBy(plan) };
   });
 }

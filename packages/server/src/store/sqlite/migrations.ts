@@ -1,4 +1,5 @@
 import type { Database } from 'better-sqlite3';
+import { MESSAGE_INDEXES } from '../message-indexes.js';
 import type { AppliedMigration, Migration } from '../store.js';
 
 /**
@@ -87,14 +88,7 @@ export const MIGRATIONS: readonly Migration[] = [
         FOREIGN KEY (account_id, conversation_id) REFERENCES conversations (account_id, id)
       ) STRICT;
 
-      CREATE INDEX messages_history
-        ON messages (account_id, conversation_id, created_at, id, channel_user_id);
-      CREATE INDEX messages_campaign
-        ON messages (account_id, campaign_id, created_at, id, channel_user_id)
-        WHERE campaign_id IS NOT NULL;
-      CREATE INDEX messages_conversation_campaign
-        ON messages (account_id, conversation_id, campaign_id, created_at, id, channel_user_id)
-        WHERE campaign_id IS NOT NULL;
+      ${MESSAGE_INDEXES}
     `,
   },
   {
@@ -186,8 +180,7 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 3,
     name: 'pepper fingerprint',
     sql: `
-      -- One row: a keyed hash of the server pepper (never the pepper) and where it came from, so that a start
-      -- with another pepper is refused instead of silently breaking every secret (auth/pepper.ts).
+      -- The pepper's keyed hash and origin, one row (see the PostgreSQL twin and auth/pepper.ts).
       CREATE TABLE pepper_fingerprint (
         id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
         fingerprint TEXT NOT NULL,

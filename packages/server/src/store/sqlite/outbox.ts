@@ -1,22 +1,6 @@
 import type { Database } from 'better-sqlite3';
-import type { AttemptOutcome } from '../../domain/deliveries/attempt-outcome.js';
-import { type BackfillEvent, planBackfill, queuedBy } from '../../domain/deliveries/backfill.js';
-import {
-  type ClaimCandidate,
-  ClaimPicker,
-  candidateWindow,
-  NEXT_DUE_WINDOW,
-  nextDue as nextDueOf,
-} from '../../domain/deliveries/claim-policy.js';
-import {
-  callbacksOn,
-  type Delivery,
-  type DeliveryDetail,
-  type DeliveryState,
-} from '../../domain/deliveries/delivery.js';
 import type { ReceiptEvent } from '../../domain/deliveries/events.js';
-import { maySend, settleAttempt } from '../../domain/deliveries/finish.js';
-import { redeliverableDead, redeliveryRefusal } from '../../domain/deliveries/redeliver.js';
+import * as rules from '../../domain/deliveries/rules.js';
 import type { DlrItem } from '../../domain/wire.js';
 import type { ClaimedDelivery, ClaimRequest, DeliveryListQuery } from '../store.js';
 import type { Prepared } from './database.js';
@@ -59,7 +43,7 @@ interface AccountCallbackRow {
   previous_callback_secret_until: number | null;
 }
 
-const candidateOf = <R extends PendingRow>(row: R): ClaimCandidate & { row: R } => ({
+const candidateOf = <R extends PendingRow>(row: R): rules.ClaimCandidate & { row: R } => ({
   accountId: row.account_id,
   seq: row.seq,
   messageId: row.message_id,
@@ -120,7 +104,7 @@ export function prepareOutbox(db: Database) {
        ORDER BY d.next_attempt_at, d.seq
        LIMIT @limit`,
     ),
-    claimState: prepare<[string, string], { state: DeliveryState; lease: string | null }>(
+    claimState: prepare<[string, string], { state: rules.DeliveryState; lease: string | null }>(
       'SELECT state, lease FROM deliveries WHERE account_id = ? AND id = ?',
     ),
     lease: prepare<[string, number, string, number]>(
@@ -197,10 +181,10 @@ export function prepareOutbox(db: Database) {
     attempts: prepare<[string, number], AttemptRow>(
       'SELECT at, http_status, error, duration_ms FROM delivery_attempts WHERE account_id = ? AND seq = ? ORDER BY n',
     ),
-    redeliveryRow: prepare<[string, string], { seq: number; state: DeliveryState; newer: number }>(
+    redeliveryRow: prepare<[string, string], { seq: number; state: rules.DeliveryState; newer: number }>(
       `SELECT d.seq, d.state, ${NEWER_OF_RECIPIENT} FROM deliveries d WHERE d.account_id = ? AND d.id = ?`,
     ),
-    deadRows: prepare<[string], { seq: number; state: DeliveryState; newer: number }>(
+    deadRows: prepare<[string], { seq: number; state: rules.DeliveryState; newer: number }>(
       `SELECT d.seq, d.state, ${NEWER_OF_RECIPIENT} FROM deliveries d INDEXED BY deliveries_dead
        WHERE d.account_id = ? AND d.state = 'dead'`,
     ),
@@ -219,7 +203,7 @@ export function prepareOutbox(db: Database) {
         message_id: string;
         recipient: string;
         recorded_at: number;
-        delivery: DeliveryState | null;
+        delivery: rules.DeliveryState | null;
       }
     >(
       `SELECT e.seq, e.message_id, e.recipient, e.recorded_at, d.state AS delivery
@@ -272,16 +256,16 @@ export function listEvents(
  */
 export function claim(outbox: Outbox, request: ClaimRequest): ClaimedDelivery[] {
   const now = request.now.getTime();
-  const picker = new ClaimPicker(request);
+  const picker = new rules.ClaimPicker(request);
   const accounts = new Map<string, AccountCallbackRow>();
-  const candidates: (ClaimCandidate & { row: CandidateRow })[] = [];
+  const candidates: (rules.ClaimCandidate & { row: CandidateRow })[] = [];
   for (const account of outbox.dueAccounts.all({ now })) {
     if (picker.accountRoom(account.account_id) <= 0) continue;
     accounts.set(account.account_id, account);
     const rows = outbox.candidates.all({
       account: account.account_id,
       now,
-      limit: candidateWindow(request.perAccount),
+      limit: rules.candidateWindow(request.perAccount),
     });
     for (const row of rows) candidates.push(candidateOf(row));
   }
@@ -311,15 +295,16 @@ export function claim(outbox: Outbox, request: ClaimRequest): ClaimedDelivery[] 
 /** Those claims that may still be sent (finish.ts maySend); the others are handed back. */
 export function recheck(outbox: Outbox, claims: readonly ClaimedDelivery[], now: Date): ClaimedDelivery[] {
   return claims.filter((claimed) => {
-    if (maySend(outbox.claimState.get(claimed.accountId, claimed.id) ?? null, claimed.lease)) return true;
+    if (rules.maySend(outbox.claimState.get(claimed.accountId, claimed.id) ?? null, claimed.lease))
+      return true;
     outbox.release.run(now.getTime(), claimed.accountId, claimed.id, claimed.lease);
     return false;
   });
 }
 
 /** Records an attempt as finish.ts settles it; nothing when the lease is no longer this claim's. */
-export function finish(outbox: Outbox, claimed: ClaimedDelivery, outcome: AttemptOutcome): void {
-  const settled = settleAttempt(
+export function finish(outbox: Outbox, claimed: ClaimedDelivery, outcome: rules.AttemptOutcome): void {
+  const settled = rules.settleAttempt(
     outbox.claimState.get(claimed.accountId, claimed.id) ?? null,
     claimed.lease,
     outcome,
@@ -351,15 +336,19 @@ export function finish(outbox: Outbox, claimed: ClaimedDelivery, outcome: Attemp
 
 /** When the relay should look again (claim-policy.ts nextDue), from each active account's earliest deliveries. */
 export function nextDue(outbox: Outbox, now: Date): Date | null {
-  const candidates: ClaimCandidate[] = [];
+  const candidates: rules.ClaimCandidate[] = [];
   for (const { account_id } of outbox.pendingAccounts.all()) {
-    for (const row of outbox.earliestPending.all(account_id, NEXT_DUE_WINDOW))
+    for (const row of outbox.earliestPending.all(account_id, rules.NEXT_DUE_WINDOW))
       candidates.push(candidateOf(row));
   }
-  return nextDueOf(candidates, now);
+  return rules.nextDue(candidates, now);
 }
 
-export function listDeliveries(outbox: Outbox, accountId: string, query: DeliveryListQuery): Delivery[] {
+export function listDeliveries(
+  outbox: Outbox,
+  accountId: string,
+  query: DeliveryListQuery,
+): rules.Delivery[] {
   const params = {
     account: accountId,
     state: query.state ?? null,
@@ -370,7 +359,7 @@ export function listDeliveries(outbox: Outbox, accountId: string, query: Deliver
   return statement.all(params).map(deliveryFromRow);
 }
 
-export function getDelivery(outbox: Outbox, accountId: string, id: string): DeliveryDetail | null {
+export function getDelivery(outbox: Outbox, accountId: string, id: string): rules.DeliveryDetail | null {
   const row = outbox.delivery.get(accountId, id);
   if (!row) return null;
   return { ...deliveryFromRow(row), attemptLog: outbox.attempts.all(accountId, row.seq).map(attemptFromRow) };
@@ -381,10 +370,10 @@ export function redeliver(
   accountId: string,
   id: string,
   now: Date,
-): Delivery | 'superseded' | null {
+): rules.Delivery | 'superseded' | null {
   const row = outbox.redeliveryRow.get(accountId, id);
   if (!row) return null;
-  const refusal = redeliveryRefusal({ state: row.state, newerOfRecipient: row.newer === 1 });
+  const refusal = rules.redeliveryRefusal({ state: row.state, newerOfRecipient: row.newer === 1 });
   if (refusal) return refusal;
   outbox.redeliver.run(now.getTime(), accountId, row.seq);
   const updated = outbox.delivery.get(accountId, id);
@@ -393,7 +382,7 @@ export function redeliver(
 
 export function redeliverDead(outbox: Outbox, accountId: string, now: Date): number {
   const dead = outbox.deadRows.all(accountId).map((row) => ({ ...row, newerOfRecipient: row.newer === 1 }));
-  const chosen = redeliverableDead(dead);
+  const chosen = rules.redeliverableDead(dead);
   for (const row of chosen) outbox.redeliver.run(now.getTime(), accountId, row.seq);
   return chosen.length;
 }
@@ -406,10 +395,12 @@ export function backfill(
 ): number | 'callbacks-off' | null {
   const account = outbox.accountCallbacks.get(accountId);
   if (!account) return null;
-  if (!callbacksOn({ callbackUrl: account.callback_url, callbackEnabled: account.callback_enabled === 1 })) {
+  if (
+    !rules.callbacksOn({ callbackUrl: account.callback_url, callbackEnabled: account.callback_enabled === 1 })
+  ) {
     return 'callbacks-off';
   }
-  const events: BackfillEvent[] = outbox.backfillRows
+  const events: rules.BackfillEvent[] = outbox.backfillRows
     .all({ account: accountId, since: since.getTime() })
     .map((row) => ({
       seq: row.seq,
@@ -418,9 +409,9 @@ export function backfill(
       recordedAt: new Date(row.recorded_at),
       delivery: row.delivery,
     }));
-  const plan = planBackfill(events, since);
+  const plan = rules.planBackfill(events, since);
   for (const seq of plan.supersede) outbox.supersedeOne.run(accountId, seq);
   for (const seq of plan.queue) outbox.backfillQueue.run({ account: accountId, seq, now: now.getTime() });
   for (const seq of plan.requeue) outbox.redeliver.run(now.getTime(), accountId, seq);
-  return queuedBy(plan);
+  return rules.queuedBy(plan);
 }
