@@ -6,6 +6,9 @@ import { allowlistEntryProblem } from '../domain/ip-allowlist.js';
 import type { Account } from '../domain/records.js';
 import { type NamedSchema, Timestamp } from './schemas.js';
 
+/** The longest callbackUrl stored, before and after normalization (CONTRACT §9). */
+const MAX_CALLBACK_URL = 2048;
+
 export const AccountSchema = Type.Object(
   {
     id: Type.String({ format: 'uuid' }),
@@ -51,7 +54,7 @@ const settable = {
   dlrQueryEnabled: Type.Boolean(),
   balance: Type.Number(),
   creditLimit: Type.Number(),
-  callbackUrl: Type.Union([Type.String({ maxLength: 2048 }), Type.Null()], {
+  callbackUrl: Type.Union([Type.String({ maxLength: MAX_CALLBACK_URL }), Type.Null()], {
     description: 'http or https, at most 2048 characters, no credentials in it',
   }),
   callbackEnabled: Type.Boolean(),
@@ -101,12 +104,14 @@ export const ACCOUNT_SCHEMAS: readonly NamedSchema[] = [
   PatchBody,
 ];
 
-/** Rejects what the schema cannot express: whitelist entries and callback URLs. */
-export function checkSettable(body: {
-  name?: string;
-  ipWhitelist?: string[];
-  callbackUrl?: string | null;
-}): void {
+/**
+ * Rejects what the schema cannot express (whitelist entries and callback URLs) and returns the body with its
+ * callbackUrl normalized: the WHATWG serialization (`new URL(x).href`) is what the relay will connect to, so it
+ * is what is stored and shown, never a spelling of it (`HTTP://Example.com\\hook` is `http://example.com/hook`).
+ */
+export function checkSettable<
+  T extends { name?: string; ipWhitelist?: string[]; callbackUrl?: string | null },
+>(body: T): T {
   if (body.name !== undefined && /\p{Cc}/u.test(body.name)) {
     throw new ApiError('invalid_request', 'name must not contain control characters', { param: 'name' });
   }
@@ -116,30 +121,32 @@ export function checkSettable(body: {
       throw new ApiError('invalid_request', `ipWhitelist[${i}]: ${problem}`, { param: `ipWhitelist[${i}]` });
     }
   }
-  if (typeof body.callbackUrl === 'string') {
-    let url: URL | null = null;
-    try {
-      url = new URL(body.callbackUrl);
-    } catch {
-      // reported below
-    }
-    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
-      throw new ApiError('invalid_request', 'callbackUrl must be an absolute http or https URL', {
-        param: 'callbackUrl',
-      });
-    }
-    if (/\p{Cc}/u.test(body.callbackUrl)) {
-      throw new ApiError('invalid_request', 'callbackUrl must not contain control characters', {
-        param: 'callbackUrl',
-      });
-    }
-    // Where it points is judged at each attempt (CONTRACT §9); credentials in it would be stored and logged.
-    if (url.username !== '' || url.password !== '') {
-      throw new ApiError('invalid_request', 'callbackUrl must not contain credentials (user:password@)', {
-        param: 'callbackUrl',
-      });
-    }
+  if (typeof body.callbackUrl !== 'string') return body;
+  return { ...body, callbackUrl: normalizedCallbackUrl(body.callbackUrl) };
+}
+
+function normalizedCallbackUrl(typed: string): string {
+  const refuse = (detail: string) => new ApiError('invalid_request', detail, { param: 'callbackUrl' });
+  // Checked on the text as typed: the URL parser silently drops tabs and line breaks.
+  if (/\p{Cc}/u.test(typed)) throw refuse('callbackUrl must not contain control characters');
+  let url: URL;
+  try {
+    url = new URL(typed);
+  } catch {
+    throw refuse('callbackUrl must be an absolute http or https URL');
   }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw refuse('callbackUrl must be an absolute http or https URL');
+  }
+  // Credentials in it would be stored and logged. An empty user and password (`http://:@host`) serialize away,
+  // so there are none left to refuse: the URL is accepted as its normalized form.
+  if (url.username !== '' || url.password !== '') {
+    throw refuse('callbackUrl must not contain credentials (user:password@)');
+  }
+  if (url.href.length > MAX_CALLBACK_URL) {
+    throw refuse(`callbackUrl must be at most ${MAX_CALLBACK_URL} characters once normalized`);
+  }
+  return url.href;
 }
 
 export const accountWire = (a: Account) => ({ ...a, createdAt: a.createdAt.toISOString() });
