@@ -16,6 +16,7 @@ import { registerCors } from './http/cors.js';
 import { registerDeprecationHeaders } from './http/deprecation.js';
 import { registerDrainHeaders } from './http/drain.js';
 import { registerErrorHandling } from './http/error-handling.js';
+import { registerJsonBody } from './http/json-body.js';
 import {
   answerUnmetExpectations,
   clientErrorHandler,
@@ -203,6 +204,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   // Only the operator API takes bodies, and only JSON: anything else is a 415 naming what was sent, not a
   // string handed to a JSON schema.
   app.removeContentTypeParser('text/plain');
+  registerJsonBody(app);
 
   registerProtocol(app);
   registerDrainHeaders(app);

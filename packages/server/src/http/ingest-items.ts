@@ -22,7 +22,7 @@ import {
   SETTABLE_STATUSES,
 } from '../domain/vocabulary.js';
 import { parseRfc3339, parseTimestamp } from '../domain/wire.js';
-import { fieldPath } from './error-handling.js';
+import { fieldPath, schemaMessage } from './error-handling.js';
 
 /** Message parts of one SMS: far above any real message, and within every engine's integer column. */
 const MAX_COUNTS = 1_000_000;
@@ -124,11 +124,11 @@ function shapeProblem(errors: ReturnType<typeof messageShape.Errors>): {
       for (const name of names) fields.add(name);
       parts.push(names.length > 0 ? `missing ${names.join(', ')}` : e.message);
     } else if (e.instancePath === '') {
-      parts.push(`item ${e.message}`);
+      parts.push(`item ${schemaMessage(e)}`);
     } else {
       const field = fieldPath(e.instancePath);
       fields.add(field);
-      parts.push(`${field} ${e.message}`);
+      parts.push(`${field} ${schemaMessage(e)}`);
     }
   }
   const detail = [...new Set(parts)].join('; ') || 'item is malformed';

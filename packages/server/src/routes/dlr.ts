@@ -43,7 +43,8 @@ export async function dlrRoutes(app: FastifyInstance, ctx: AppContext): Promise<
         description:
           'An array of delivery-receipt items (one per recipient, `[]` for an unknown id) on success, or a ' +
           '`{code, descr}` object on failure, checked in the order of docs/errors.md. The credentials are the ' +
-          '`key` and `secret` query parameters.',
+          '`key` and `secret` query parameters, and only they: HTTP Basic (`curl -u KEY:SECRET`), which the ' +
+          'other query endpoints accept, is not read here, so such a call answers code 2 Missing parameters.',
         tags: ['status query'],
         security: SECURITY.dlr,
         querystring,
