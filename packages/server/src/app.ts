@@ -24,6 +24,7 @@ import {
   HTTP_SERVER_OPTIONS,
 } from './http/malformed-http.js';
 import { Metrics } from './http/metrics.js';
+import { DOCUMENTED, finishDocument } from './http/openapi-document.js';
 import { acceptAllMethods, methodNotAllowed, registerProtocol, requestIdFrom } from './http/protocol.js';
 import { registerRequestMetrics } from './http/request-metrics.js';
 import { type NamedSchema, SHARED_SCHEMAS } from './http/schemas.js';
@@ -147,7 +148,10 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     requestTimeout: 120_000,
     // A request that arrives while the server drains is served (plugins/drain.ts), never refused with 503.
     return503OnClosing: false,
-    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true } },
+    // DOCUMENTED holds constraints for the OpenAPI document only (http/openapi-document.ts).
+    ajv: {
+      customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, keywords: [DOCUMENTED] },
+    },
   });
 
   acceptAllMethods(app);
@@ -188,6 +192,8 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
         },
       },
     },
+    transformObject: (generated) =>
+      finishDocument('openapiObject' in generated ? generated.openapiObject : generated.swaggerObject),
     // Named schemas (an `$id`) become components.schemas under that name, referenced wherever they are used.
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) =>

@@ -4,6 +4,15 @@ import { ApiError } from '../domain/errors.js';
 import { isUuid } from '../domain/formats.js';
 import { allowlistEntryProblem } from '../domain/ip-allowlist.js';
 import type { Account } from '../domain/records.js';
+import {
+  ACCOUNT_CREATE_EXAMPLE,
+  ACCOUNT_EXAMPLE,
+  ACCOUNT_PATCH_EXAMPLE,
+  CALLBACK_SECRET_EXAMPLE,
+  SECRET_EXAMPLE,
+} from './examples.js';
+import { documented } from './openapi-document.js';
+import { PATTERNS } from './patterns.js';
 import { type NamedSchema, Timestamp } from './schemas.js';
 
 /** The longest callbackUrl stored, before and after normalization (CONTRACT §9). */
@@ -11,38 +20,69 @@ const MAX_CALLBACK_URL = 2048;
 
 export const AccountSchema = Type.Object(
   {
-    id: Type.String({ format: 'uuid' }),
+    id: Type.String({ format: 'uuid', pattern: PATTERNS.uuid }),
     name: Type.String(),
-    key: Type.String({ description: '8 letters and digits', examples: ['DEMOKEY1'] }),
+    key: Type.String({
+      description: '8 letters and digits',
+      pattern: '^[A-Za-z0-9]{8}$',
+      examples: ['DEMOKEY1'],
+    }),
     ipWhitelist: Type.Array(Type.String(), {
       description: 'Addresses and CIDR ranges; empty allows everyone',
     }),
     dlrQueryEnabled: Type.Boolean(),
     balance: Type.Number(),
     creditLimit: Type.Number(),
-    callbackUrl: Type.Union([Type.String(), Type.Null()]),
+    callbackUrl: Type.Union([Type.String({ format: 'uri', pattern: PATTERNS.callbackUrl }), Type.Null()], {
+      description: 'Normalized (WHATWG URL serialization)',
+    }),
     callbackEnabled: Type.Boolean({
       description: 'Deliveries are queued only while true; a 410 Gone from the callback turns it off',
     }),
     createdAt: Timestamp,
   },
-  { $id: 'Account', description: 'An account; its secrets are shown only when created or rotated' },
+  {
+    $id: 'Account',
+    additionalProperties: false,
+    description: 'An account; its secrets are shown only when created or rotated',
+    examples: [ACCOUNT_EXAMPLE],
+  },
 );
-const secret = Type.String({ description: 'Shown only now and at rotation', examples: ['DEMOSECR'] });
+const secret = Type.String({
+  description: 'Shown only now and at rotation',
+  pattern: '^[A-Za-z0-9]{8}$',
+  examples: ['DEMOSECR'],
+});
 const callbackSecret = Type.String({
   description: 'whsec_ + base64 of 32 bytes: the key that signs callbacks; shown only now and at rotation',
+  pattern: '^whsec_[A-Za-z0-9+/]{43}=$',
 });
 export const AccountWithSecretSchema = Type.Object(
   { ...AccountSchema.properties, secret },
-  { $id: 'AccountWithSecret', description: 'An account with its new secret' },
+  {
+    $id: 'AccountWithSecret',
+    additionalProperties: false,
+    description: 'An account with its new secret',
+    examples: [{ ...ACCOUNT_EXAMPLE, secret: SECRET_EXAMPLE }],
+  },
 );
 export const CreatedAccountSchema = Type.Object(
   { ...AccountSchema.properties, secret, callbackSecret },
-  { $id: 'CreatedAccount', description: 'A new account with its secret and callback secret' },
+  {
+    $id: 'CreatedAccount',
+    additionalProperties: false,
+    description: 'A new account with its secret and callback secret',
+    examples: [{ ...ACCOUNT_EXAMPLE, secret: SECRET_EXAMPLE, callbackSecret: CALLBACK_SECRET_EXAMPLE }],
+  },
 );
 export const AccountWithCallbackSecretSchema = Type.Object(
   { ...AccountSchema.properties, callbackSecret },
-  { $id: 'AccountWithCallbackSecret', description: 'An account with its new callback secret' },
+  {
+    $id: 'AccountWithCallbackSecret',
+    additionalProperties: false,
+    description: 'An account with its new callback secret',
+    examples: [{ ...ACCOUNT_EXAMPLE, callbackSecret: CALLBACK_SECRET_EXAMPLE }],
+  },
 );
 
 const settable = {
@@ -54,9 +94,18 @@ const settable = {
   dlrQueryEnabled: Type.Boolean(),
   balance: Type.Number(),
   creditLimit: Type.Number(),
-  callbackUrl: Type.Union([Type.String({ maxLength: MAX_CALLBACK_URL }), Type.Null()], {
-    description: 'http or https, at most 2048 characters, no credentials in it',
-  }),
+  // The URL parser judges it (checkSettable): it also takes spellings no pattern describes (`https:\\host`),
+  // and stores them normalized, so the pattern is the document's only.
+  callbackUrl: Type.Union(
+    [
+      Type.String({
+        maxLength: MAX_CALLBACK_URL,
+        ...documented({ format: 'uri', pattern: PATTERNS.callbackUrl }),
+      }),
+      Type.Null(),
+    ],
+    { description: 'http or https, at most 2048 characters, no credentials in it; stored normalized' },
+  ),
   callbackEnabled: Type.Boolean(),
 };
 export const CreateBody = Type.Object(
@@ -73,6 +122,7 @@ export const CreateBody = Type.Object(
     $id: 'AccountCreate',
     additionalProperties: false,
     description: 'A new account; unknown fields are refused',
+    examples: [ACCOUNT_CREATE_EXAMPLE],
   },
 );
 export const PatchBody = Type.Object(
@@ -89,10 +139,21 @@ export const PatchBody = Type.Object(
     $id: 'AccountPatch',
     additionalProperties: false,
     description: 'The fields to change; callbackUrl null clears it, null elsewhere is refused',
+    examples: [ACCOUNT_PATCH_EXAMPLE],
   },
 );
-// Not `format: 'uuid'`: a malformed id is an account that does not exist (404), not a bad request.
-export const IdParams = Type.Object({ id: Type.String({ description: 'Account UUID' }) });
+/**
+ * The account of the path. A malformed id is an account that does not exist: the contract answers 404 (the
+ * same as for an unknown UUID), not 400, so the UUID format is stated in the document only and every operation
+ * documents its 404. A client generating ids from the document sends UUIDs, which are accepted (or are unknown:
+ * 404); one sending anything else is told 404 — documented either way.
+ */
+export const IdParams = Type.Object({
+  id: Type.String({
+    description: 'Account UUID (any case); a malformed one names no account: 404',
+    ...documented({ format: 'uuid', pattern: PATTERNS.uuid }),
+  }),
+});
 
 /** The named schemas of the account routes, registered in the operator API's scope. */
 export const ACCOUNT_SCHEMAS: readonly NamedSchema[] = [
