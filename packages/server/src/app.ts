@@ -14,6 +14,7 @@ import { registerAccessLog } from './http/access-log.js';
 import { ACCOUNT_SCHEMAS } from './http/accounts.js';
 import { registerCors } from './http/cors.js';
 import { registerDeprecationHeaders } from './http/deprecation.js';
+import { DOCS_BRANDING } from './http/docs-theme.js';
 import { registerDrainHeaders } from './http/drain.js';
 import { registerErrorHandling } from './http/error-handling.js';
 import { registerJsonBody } from './http/json-body.js';
@@ -203,7 +204,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     staticCSP: DOCS_CSP,
-    theme: { title: 'Waybill API reference' },
+    ...DOCS_BRANDING,
     uiConfig: { deepLinking: true, defaultModelsExpandDepth: 0, tryItOutEnabled: false },
   });
   addSchemas(app, SHARED_SCHEMAS);
