@@ -86,7 +86,8 @@ export const AccountWithCallbackSecretSchema = Type.Object(
 );
 
 const settable = {
-  name: Type.String({ minLength: 1, maxLength: 200 }),
+  // No control characters (checkSettable says so in words): a name is shown on one line in logs and the CLI.
+  name: Type.String({ minLength: 1, maxLength: 200, ...documented({ pattern: PATTERNS.noControl }) }),
   ipWhitelist: Type.Array(Type.String({ maxLength: 64 }), {
     maxItems: 1000,
     description: 'IPv4/IPv6 addresses and CIDR ranges; empty allows every caller',

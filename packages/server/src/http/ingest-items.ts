@@ -68,7 +68,9 @@ export const MessageItemSchema = Type.Object(
         ...documented({ format: 'date-time' }),
       }),
     ),
-    text: Type.Optional(nullable(Type.String({ maxLength: 65_536 }))),
+    text: Type.Optional(
+      nullable(Type.String({ maxLength: 65_536, ...documented({ pattern: PATTERNS.noNul }) })),
+    ),
     content: Type.Optional(nullable(Type.Object({}, { additionalProperties: true }))),
     status: Type.Optional(enumOf(SETTABLE_STATUSES)),
     sms: Type.Optional(

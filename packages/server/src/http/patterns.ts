@@ -8,6 +8,14 @@ import { CHANNELS } from '../domain/vocabulary.js';
 
 const ID = '[A-Za-z0-9._:-]{1,64}';
 
+/** Calendar dates the years 1970 to 9999 hold: each month its days, February 29 in leap years only. */
+const YEAR = '(?:19[7-9][0-9]|[2-9][0-9]{3})';
+const MONTH_DAY =
+  '(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))';
+const LEAP_YEAR =
+  '(?:19(?:7[26]|8[048]|9[26])|[2-9][0-9](?:0[48]|[2468][048]|[13579][26])|(?:[2468][048]|[3579][26])00)';
+const TIME = '(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\\.[0-9]{3}';
+
 /** Any letter of `word` in either case: channels are matched case-insensitively. */
 const anyCase = (word: string) =>
   [...word].map((c) => (/[A-Za-z]/.test(c) ? `[${c.toUpperCase()}${c.toLowerCase()}]` : c)).join('');
@@ -29,9 +37,12 @@ export const PATTERNS = {
   channelUserId: '^[^\\s\\x00-\\x1f\\x7f-\\x9f]{1,128}$',
   network: '^[0-9]{5,6}$',
   eventId: '^evt_[0-9A-HJKMNP-TV-Z]{26}$',
-  /** The spec's `drTime`, `yyyy-MM-dd HH:mm:ss.SSS` (UTC), years 1970 to 9999 (a real calendar date). */
-  drTime:
-    '^(?:19[7-9][0-9]|[2-9][0-9]{3})-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01]) (?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\\.[0-9]{3}$',
+  /** The spec's `drTime`, `yyyy-MM-dd HH:mm:ss.SSS` (UTC): a real calendar date in the years 1970 to 9999. */
+  drTime: `^(?:${YEAR}-${MONTH_DAY}|${LEAP_YEAR}-02-29) ${TIME}$`,
+  /** Text with no control character (C0, DEL, C1): an account name. */
+  noControl: '^[^\\x00-\\x1f\\x7f-\\x9f]*$',
+  /** Text without U+0000, which PostgreSQL text cannot hold (refused on both engines alike). */
+  noNul: '^[^\\x00]*$',
   /** A callback URL starts with its scheme, http or https in any case. */
   callbackUrl: '^[Hh][Tt][Tt][Pp][Ss]?://',
 } as const;
