@@ -88,10 +88,25 @@ export const AccountWithCallbackSecretSchema = Type.Object(
 const settable = {
   // No control characters (checkSettable says so in words): a name is shown on one line in logs and the CLI.
   name: Type.String({ minLength: 1, maxLength: 200, ...documented({ pattern: PATTERNS.noControl }) }),
-  ipWhitelist: Type.Array(Type.String({ maxLength: 64 }), {
-    maxItems: 1000,
-    description: 'IPv4/IPv6 addresses and CIDR ranges; empty allows every caller',
-  }),
+  // An address or a range; that a range has no host bits set is checked in code (checkSettable) and said in words.
+  ipWhitelist: Type.Array(
+    Type.String({
+      maxLength: 64,
+      ...documented({
+        anyOf: [
+          { format: 'ipv4' },
+          { format: 'ipv6' },
+          { pattern: PATTERNS.ipv4Range },
+          { pattern: PATTERNS.ipv6Range },
+        ],
+      }),
+    }),
+    {
+      maxItems: 1000,
+      description:
+        'IPv4/IPv6 addresses and CIDR ranges in standard notation (a range with host bits set is refused); empty allows every caller',
+    },
+  ),
   dlrQueryEnabled: Type.Boolean(),
   balance: Type.Number(),
   creditLimit: Type.Number(),

@@ -7,6 +7,8 @@ import { CHANNELS } from '../domain/vocabulary.js';
  */
 
 const ID = '[A-Za-z0-9._:-]{1,64}';
+const OCTET = '(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])';
+const IPV4 = `${OCTET}(?:\\.${OCTET}){3}`;
 
 /** Calendar dates the years 1970 to 9999 hold: each month its days, February 29 in leap years only. */
 const YEAR = '(?:19[7-9][0-9]|[2-9][0-9]{3})';
@@ -39,6 +41,10 @@ export const PATTERNS = {
   eventId: '^evt_[0-9A-HJKMNP-TV-Z]{26}$',
   /** The spec's `drTime`, `yyyy-MM-dd HH:mm:ss.SSS` (UTC): a real calendar date in the years 1970 to 9999. */
   drTime: `^(?:${YEAR}-${MONTH_DAY}|${LEAP_YEAR}-02-29) ${TIME}$`,
+  /** An IPv4 CIDR range in standard notation (no leading zeros). */
+  ipv4Range: `^${IPV4}/(?:3[0-2]|[12]?[0-9])$`,
+  /** An IPv6 CIDR range: the shape only (the address itself is judged as `format: ipv6` judges one). */
+  ipv6Range: '^[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*/(?:12[0-8]|1[01][0-9]|[1-9]?[0-9])$',
   /** Text with no control character (C0, DEL, C1): an account name. */
   noControl: '^[^\\x00-\\x1f\\x7f-\\x9f]*$',
   /** Text without U+0000, which PostgreSQL text cannot hold (refused on both engines alike). */

@@ -57,9 +57,10 @@ const MUTATING = new Set(['updateAccount', 'deleteAccount', 'rotateAccountSecret
  * schemas may break one of these rules, and is then refused for it — and only for it.
  */
 const RULES_ACROSS_FIELDS: Record<string, (problem: Problem) => boolean> = {
-  // ipWhitelist ranges must have no host bits set (10.0.0.1/8 is refused, 10.0.0.0/8 taken).
-  createAccount: (p) => /^ipWhitelist\[\d+\]$/.test(p.param ?? ''),
-  updateAccount: (p) => /^ipWhitelist\[\d+\]$/.test(p.param ?? ''),
+  // An ipWhitelist range must have no host bits set (10.0.0.1/8 is refused, 10.0.0.0/8 taken); the document
+  // gives an IPv6 range's shape only.
+  createAccount: (p) => hostBits(p),
+  updateAccount: (p) => hostBits(p),
   // Per item: an SMS identity is a phone number, `sms` only on outbound SMS, `status` not on SMS or inbound,
   // an identity belongs to one contact, a contact has one identity per channel, a record keeps its channel.
   ingestMessages: (p) =>
@@ -70,6 +71,9 @@ const RULES_ACROSS_FIELDS: Record<string, (problem: Problem) => boolean> = {
   // Per item: `to` is required when the message has several recipients.
   ingestReceipts: (p) => (p.errors ?? []).length > 0 && (p.errors ?? []).every((e) => e.param === 'to'),
 };
+
+const hostBits = (p: Problem) =>
+  /^ipWhitelist\[\d+\]$/.test(p.param ?? '') && /host bits set|is not a CIDR range/.test(p.detail ?? '');
 
 interface Problem {
   code?: string;
