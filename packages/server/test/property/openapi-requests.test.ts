@@ -270,10 +270,11 @@ function queryOf(
         ),
       );
     default: {
-      const names = (operation.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name);
-      if (names.length > 0)
-        throw new Error(`${operation.operationId}: query parameters ${names} not generated`);
-      return fc.constant({});
+      // No rule between its parameters is known: each from its schema, the required ones always.
+      const query = (operation.parameters ?? []).filter((p) => p.in === 'query');
+      return fc.record(Object.fromEntries(query.map((p) => [p.name, arbitraryOf(doc, p.schema)])), {
+        requiredKeys: query.filter((p) => p.required).map((p) => p.name),
+      });
     }
   }
 }
