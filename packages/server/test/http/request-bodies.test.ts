@@ -4,6 +4,7 @@
  * answered with the values it allows.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
+import { describeValidation } from '../../src/http/error-handling.js';
 import { engines } from '../support/engines.js';
 import { ADMIN_TOKEN, type CreatedAccount, useHarness } from '../support/http.js';
 import { expectProblem } from '../support/problems.js';
@@ -134,6 +135,25 @@ describe.each(engines())('$name operator request bodies', (engine) => {
       const body = expectProblem(res, 400, 'invalid_request');
       expect(body).toMatchObject({ param: 'state' });
       expect(body.detail).toContain('pending, delivered, dead, superseded');
+    });
+  });
+});
+
+describe('a schema-validated body field outside its closed list', () => {
+  it('is described with the values it allows', () => {
+    // What Fastify's Ajv reports for an enum, as describeValidation receives it.
+    const described = describeValidation('body', [
+      {
+        keyword: 'enum',
+        instancePath: '/direction',
+        schemaPath: '#/properties/direction/enum',
+        params: { allowedValues: ['outbound', 'inbound'] },
+        message: 'must be equal to one of the allowed values',
+      },
+    ]);
+    expect(described).toStrictEqual({
+      detail: 'body field "direction" must be one of outbound, inbound',
+      param: 'direction',
     });
   });
 });
