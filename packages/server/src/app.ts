@@ -14,8 +14,10 @@ import { registerAccessLog } from './http/access-log.js';
 import { ACCOUNT_SCHEMAS } from './http/accounts.js';
 import { registerCors } from './http/cors.js';
 import { registerDeprecationHeaders } from './http/deprecation.js';
+import { DOCS_BRANDING } from './http/docs-theme.js';
 import { registerDrainHeaders } from './http/drain.js';
 import { registerErrorHandling } from './http/error-handling.js';
+import { registerJsonBody } from './http/json-body.js';
 import {
   answerUnmetExpectations,
   clientErrorHandler,
@@ -23,6 +25,7 @@ import {
   HTTP_SERVER_OPTIONS,
 } from './http/malformed-http.js';
 import { Metrics } from './http/metrics.js';
+import { DOCUMENTED, finishDocument } from './http/openapi-document.js';
 import { acceptAllMethods, methodNotAllowed, registerProtocol, requestIdFrom } from './http/protocol.js';
 import { registerRequestMetrics } from './http/request-metrics.js';
 import { type NamedSchema, SHARED_SCHEMAS } from './http/schemas.js';
@@ -146,7 +149,10 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     requestTimeout: 120_000,
     // A request that arrives while the server drains is served (plugins/drain.ts), never refused with 503.
     return503OnClosing: false,
-    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true } },
+    // DOCUMENTED holds constraints for the OpenAPI document only (http/openapi-document.ts).
+    ajv: {
+      customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, keywords: [DOCUMENTED] },
+    },
   });
 
   acceptAllMethods(app);
@@ -187,6 +193,8 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
         },
       },
     },
+    transformObject: (generated) =>
+      finishDocument('openapiObject' in generated ? generated.openapiObject : generated.swaggerObject),
     // Named schemas (an `$id`) become components.schemas under that name, referenced wherever they are used.
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) =>
@@ -196,13 +204,14 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     staticCSP: DOCS_CSP,
-    theme: { title: 'Waybill API reference' },
+    ...DOCS_BRANDING,
     uiConfig: { deepLinking: true, defaultModelsExpandDepth: 0, tryItOutEnabled: false },
   });
   addSchemas(app, SHARED_SCHEMAS);
   // Only the operator API takes bodies, and only JSON: anything else is a 415 naming what was sent, not a
   // string handed to a JSON schema.
   app.removeContentTypeParser('text/plain');
+  registerJsonBody(app);
 
   registerProtocol(app);
   registerDrainHeaders(app);

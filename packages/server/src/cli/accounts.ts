@@ -108,10 +108,16 @@ function stripSecret(account: Account & { secretHash?: Buffer }): Account {
 /** The flag of each settable field, for the messages of a refused value. */
 const FLAG_OF: Record<string, string> = { name: '--name', callbackUrl: '--callback-url' };
 
-/** Refuses what the operator API would refuse, in the words of the flags (an ApiError becomes a UsageError). */
-function checkFields(fields: { name?: string; ipWhitelist?: string[]; callbackUrl?: string | null }): void {
+/**
+ * Refuses what the operator API would refuse, in the words of the flags (an ApiError becomes a UsageError), and
+ * returns the fields as the API stores them (the callback URL normalized).
+ */
+function checkFields<T extends { name?: string; ipWhitelist?: string[]; callbackUrl?: string | null }>(
+  fields: T,
+): T {
+  let checked: T;
   try {
-    checkSettable(fields);
+    checked = checkSettable(fields);
   } catch (error) {
     if (!(error instanceof ApiError)) throw error;
     const param = String(error.extra.param ?? '');
@@ -125,6 +131,7 @@ function checkFields(fields: { name?: string; ipWhitelist?: string[]; callbackUr
     throw new UsageError('--name takes 1 to 200 characters');
   if (typeof fields.callbackUrl === 'string' && fields.callbackUrl.length > 2048)
     throw new UsageError('--callback-url takes at most 2048 characters');
+  return checked;
 }
 
 function booleanFlag(name: string, raw: string | undefined): boolean | undefined {
@@ -173,7 +180,11 @@ export async function accountsCommand(args: string[]): Promise<number> {
     if (!values.name) throw new UsageError('accounts create needs --name');
     const ipWhitelist = listFlag(values['ip-whitelist']) ?? [];
     const callbackUrl = values['callback-url'];
-    checkFields({ name: values.name, ipWhitelist, ...(callbackUrl === undefined ? {} : { callbackUrl }) });
+    const checked = checkFields({
+      name: values.name,
+      ipWhitelist,
+      ...(callbackUrl === undefined ? {} : { callbackUrl }),
+    });
     const flag = booleanFlag('dlr-query-enabled', values['dlr-query-enabled']);
     const balance = numberFlag('balance', values.balance);
     const creditLimit = numberFlag('credit-limit', values['credit-limit']);
@@ -188,7 +199,7 @@ export async function accountsCommand(args: string[]): Promise<number> {
           ...(flag !== undefined ? { dlrQueryEnabled: flag } : {}),
           ...(balance !== undefined ? { balance } : {}),
           ...(creditLimit !== undefined ? { creditLimit } : {}),
-          ...(values['callback-url'] !== undefined ? { callbackUrl: values['callback-url'] } : {}),
+          ...(checked.callbackUrl ? { callbackUrl: checked.callbackUrl } : {}),
         },
         new Date(),
       );
@@ -296,6 +307,5 @@ function patchFromFlags(values: {
     throw new UsageError(
       'accounts update needs a field to change: --name, --ip-whitelist, --dlr-query-enabled, --balance, --credit-limit, --callback-url, --no-callback-url or --callback-enabled',
     );
-  checkFields(patch);
-  return patch;
+  return checkFields(patch);
 }

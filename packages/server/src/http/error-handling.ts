@@ -36,15 +36,6 @@ export function registerErrorHandling(app: FastifyInstance): void {
         return sendProblem(request, reply, 'payload_too_large', 'the request body is larger than 5 MiB');
       case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
         return sendProblem(request, reply, 'unsupported_media_type', mediaTypeDetail(request));
-      case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-        return sendProblem(
-          request,
-          reply,
-          'invalid_request',
-          'the request body is empty; send a JSON object',
-        );
-      case 'FST_ERR_CTP_INVALID_JSON_BODY':
-        return sendProblem(request, reply, 'invalid_request', 'the request body is not valid JSON');
     }
     if (error.validation) {
       const { detail, param } = describeValidation(error.validationContext ?? 'request', error.validation);
@@ -88,6 +79,22 @@ export function fieldPath(pointer: string, child?: string): string {
       return i === 0 ? name : `.${name}`;
     })
     .join('');
+}
+
+/**
+ * The message of a schema error, for a person: an enum names the values it allows (`must be one of pending, sent`)
+ * rather than ajv's bare "must be equal to one of the allowed values".
+ */
+export function schemaMessage(e: {
+  keyword: string;
+  params?: unknown;
+  message?: string | undefined;
+}): string {
+  const allowed = (e.params as { allowedValues?: unknown } | undefined)?.allowedValues;
+  if (e.keyword === 'enum' && Array.isArray(allowed)) {
+    return `must be one of ${allowed.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(', ')}`;
+  }
+  return e.message ?? 'is invalid';
 }
 
 /**
@@ -138,11 +145,11 @@ export function describeValidation(
       fields.add(field);
       parts.push(`${where} is missing the required field "${field}"`);
     } else if (e.instancePath === '') {
-      parts.push(`${where} ${e.message ?? 'is invalid'}`);
+      parts.push(`${where} ${schemaMessage(e)}`);
     } else {
       const field = fieldPath(e.instancePath);
       fields.add(field);
-      parts.push(`${where} field "${field}" ${e.message ?? 'is invalid'}`);
+      parts.push(`${where} field "${field}" ${schemaMessage(e)}`);
     }
   }
   const detail = [...new Set(parts)].join('; ');

@@ -22,7 +22,9 @@ import {
   SETTABLE_STATUSES,
 } from '../domain/vocabulary.js';
 import { parseRfc3339, parseTimestamp } from '../domain/wire.js';
-import { fieldPath } from './error-handling.js';
+import { fieldPath, schemaMessage } from './error-handling.js';
+import { documented } from './openapi-document.js';
+import { PATTERNS } from './patterns.js';
 
 /** Message parts of one SMS: far above any real message, and within every engine's integer column. */
 const MAX_COUNTS = 1_000_000;
@@ -30,7 +32,8 @@ const MAX_COUNTS = 1_000_000;
 /**
  * Items of the ingest batches. The schemas document the items in OpenAPI and check their shape; the checks
  * below them add the rules a schema cannot say (formats per channel, fields allowed only on outbound SMS).
- * Each item is checked on its own so that every bad index can be reported.
+ * Each item is checked on its own so that every bad index can be reported. The formats are stated to the
+ * document only (`documented`): the checks below enforce them, each with an error that says the rule in words.
  */
 
 const enumOf = (values: readonly string[]) => Type.Unsafe<string>({ type: 'string', enum: [...values] });
@@ -38,25 +41,45 @@ const nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => T
 
 export const MessageItemSchema = Type.Object(
   {
-    id: Type.String({ description: '1-64 characters of A-Z a-z 0-9 . _ : -' }),
-    channel: Type.String({ description: `${CHANNELS.join(', ')} (any case)` }),
-    channelUserId: Type.String({
-      description: 'SMS: a phone number; other channels: 1-128 visible characters',
+    id: Type.String({
+      description: '1-64 characters of A-Z a-z 0-9 . _ : -',
+      ...documented({ pattern: PATTERNS.messageId }),
     }),
-    contactId: Type.Optional(Type.String({ description: 'Links the identity to this contact (UUID)' })),
-    direction: Type.Optional(enumOf(DIRECTIONS)),
-    campaignId: Type.Optional(nullable(Type.String())),
-    createdAt: Type.Optional(
-      Type.String({ description: 'RFC 3339; default now; never changes on a re-send' }),
+    channel: Type.String({
+      description: `${CHANNELS.join(', ')} (any case)`,
+      ...documented({ pattern: PATTERNS.channel }),
+    }),
+    channelUserId: Type.String({
+      description:
+        'SMS: a phone number (country code and number, 6-15 digits, no + or leading 0); other channels: 1-128 characters, no white space or control characters',
+      ...documented({ pattern: PATTERNS.channelUserId }),
+    }),
+    contactId: Type.Optional(
+      Type.String({
+        description: 'Links the identity to this contact (UUID)',
+        ...documented({ format: 'uuid', pattern: PATTERNS.uuid }),
+      }),
     ),
-    text: Type.Optional(nullable(Type.String({ maxLength: 65_536 }))),
+    direction: Type.Optional(enumOf(DIRECTIONS)),
+    campaignId: Type.Optional(nullable(Type.String(documented({ pattern: PATTERNS.messageId })))),
+    createdAt: Type.Optional(
+      Type.String({
+        description: 'RFC 3339, years 1970 to 9999; default now; never changes on a re-send',
+        ...documented({ format: 'date-time' }),
+      }),
+    ),
+    text: Type.Optional(
+      nullable(Type.String({ maxLength: 65_536, ...documented({ pattern: PATTERNS.noNul }) })),
+    ),
     content: Type.Optional(nullable(Type.Object({}, { additionalProperties: true }))),
     status: Type.Optional(enumOf(SETTABLE_STATUSES)),
     sms: Type.Optional(
       Type.Object(
         {
           status: Type.Optional(enumOf(SEND_STATUSES)),
-          network: Type.Optional(Type.String()),
+          network: Type.Optional(
+            Type.String({ description: 'MCC+MNC', ...documented({ pattern: PATTERNS.network }) }),
+          ),
           price: Type.Optional(Type.Number({ minimum: 0 })),
           counts: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_COUNTS })),
         },
@@ -73,14 +96,32 @@ export const MessageItemSchema = Type.Object(
 
 export const ReceiptItemSchema = Type.Object(
   {
-    messageId: Type.String(),
-    to: Type.Optional(Type.String({ description: 'Required when the message has several recipients' })),
-    drStatuscode: enumOf(DR_STATUSCODES),
-    drErrcode: Type.Optional(Type.Union([Type.String(), Type.Integer()], { description: 'default "0"' })),
-    drTime: Type.Optional(
-      Type.String({ description: 'yyyy-MM-dd HH:mm:ss.SSS (UTC) or RFC 3339; default now' }),
+    messageId: Type.String(documented({ pattern: PATTERNS.messageId })),
+    to: Type.Optional(
+      Type.String({
+        description: 'Required when the message has several recipients',
+        ...documented({ pattern: PATTERNS.phone }),
+      }),
     ),
-    network: Type.Optional(Type.String()),
+    drStatuscode: enumOf(DR_STATUSCODES),
+    drErrcode: Type.Optional(
+      Type.Union(
+        [
+          Type.String(documented({ enum: Object.keys(DR_ERRCODES) })),
+          Type.Integer(documented({ enum: Object.keys(DR_ERRCODES).map(Number) })),
+        ],
+        { description: 'One of the spec’s operator error codes, as a string or a JSON number; default "0"' },
+      ),
+    ),
+    drTime: Type.Optional(
+      Type.String({
+        description: 'yyyy-MM-dd HH:mm:ss.SSS (UTC) or RFC 3339, years 1970 to 9999; default now',
+        ...documented({ anyOf: [{ pattern: PATTERNS.drTime }, { format: 'date-time' }] }),
+      }),
+    ),
+    network: Type.Optional(
+      Type.String({ description: 'MCC+MNC', ...documented({ pattern: PATTERNS.network }) }),
+    ),
     price: Type.Optional(Type.Number({ minimum: 0 })),
     counts: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_COUNTS })),
   },
@@ -124,11 +165,11 @@ function shapeProblem(errors: ReturnType<typeof messageShape.Errors>): {
       for (const name of names) fields.add(name);
       parts.push(names.length > 0 ? `missing ${names.join(', ')}` : e.message);
     } else if (e.instancePath === '') {
-      parts.push(`item ${e.message}`);
+      parts.push(`item ${schemaMessage(e)}`);
     } else {
       const field = fieldPath(e.instancePath);
       fields.add(field);
-      parts.push(`${field} ${e.message}`);
+      parts.push(`${field} ${schemaMessage(e)}`);
     }
   }
   const detail = [...new Set(parts)].join('; ') || 'item is malformed';

@@ -1,5 +1,10 @@
 import { type Static, type TSchema, Type } from 'typebox';
-import { PROBLEMS } from '../domain/errors.js';
+import {
+  DLR_FAILURES as DLR_FAILURES_BY_CODE,
+  type DlrFailureCode,
+  PROBLEMS,
+  type ProblemCode,
+} from '../domain/errors.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/query-params.js';
 import {
   CHANNELS,
@@ -9,6 +14,16 @@ import {
   MESSAGE_STATUSES,
   SEND_STATUSES,
 } from '../domain/vocabulary.js';
+import {
+  DLR_ITEM_EXAMPLE,
+  dlrFailureExample,
+  MESSAGE_RECORD_EXAMPLE,
+  MESSAGES_ENVELOPE_EXAMPLE,
+  problemExample,
+  RECEIPT_EVENT_EXAMPLE,
+  RECEIPT_FEED_EXAMPLE,
+} from './examples.js';
+import { PATTERNS } from './patterns.js';
 
 /**
  * Wire schemas shared by routes: they drive response serialization (so no field outside them can leak) and
@@ -19,11 +34,17 @@ import {
 /** A schema registered under its `$id` (TypeBox's types do not carry the `$id`). */
 export type NamedSchema = TSchema;
 
+/** The example a reference carries from its schema's `examples`, for the responses that use it. */
+const EXAMPLE = Symbol('example');
+
 /** A reference to a registered schema (the type stays the schema's). */
 export function ref<T extends TSchema>(schema: T) {
   const id = (schema as { $id?: unknown }).$id;
   if (typeof id !== 'string') throw new Error('only a schema with an $id can be referenced');
-  return Type.Unsafe<Static<T>>({ $ref: `${id}#` });
+  const reference = Type.Unsafe<Static<T>>({ $ref: `${id}#` });
+  const [example] = (schema as { examples?: unknown[] }).examples ?? [];
+  if (example !== undefined) Object.defineProperty(reference, EXAMPLE, { value: example });
+  return reference;
 }
 
 export const enumOf = (values: readonly string[], description?: string) =>
@@ -38,16 +59,21 @@ export const Timestamp = Type.String({
 export const DlrItemSchema = Type.Object(
   {
     type: Type.Literal('dlr'),
-    messageid: Type.String({ examples: ['demo-sms-multi'] }),
+    messageid: Type.String({ pattern: PATTERNS.messageId, examples: ['demo-sms-multi'] }),
     to: Type.String({
-      description: 'Country code and number, no + or leading 00',
+      description: 'Country code and number, no + or leading 0',
+      pattern: PATTERNS.phone,
       examples: ['447700900201'],
     }),
     status: enumOf(SEND_STATUSES, '"1" in progress, "0" submitted to carrier, "400" submission failed'),
-    price: Type.Number({ description: 'Price of one SMS, in the billing currency' }),
-    counts: Type.Integer({ description: 'Billed parts' }),
+    price: Type.Number({ description: 'Price of one SMS, in the billing currency', minimum: 0 }),
+    counts: Type.Integer({ description: 'Billed parts', minimum: 1 }),
     network: Type.Optional(
-      Type.String({ description: 'MCC+MNC; omitted when unknown', examples: ['23415'] }),
+      Type.String({
+        description: 'MCC+MNC; omitted when unknown',
+        pattern: PATTERNS.network,
+        examples: ['23415'],
+      }),
     ),
     drStatus: Type.Optional(
       Type.Union([Type.Literal(0), Type.Literal(400)], {
@@ -57,11 +83,17 @@ export const DlrItemSchema = Type.Object(
     drStatuscode: Type.Optional(enumOf(DR_STATUSCODES)),
     drErrcode: Type.Optional(enumOf(Object.keys(DR_ERRCODES), 'Operator error code; "0" is normal')),
     drTime: Type.Optional(
-      Type.String({ description: 'yyyy-MM-dd HH:mm:ss.SSS, UTC', examples: ['2026-11-22 09:41:00.000'] }),
+      Type.String({
+        description: 'yyyy-MM-dd HH:mm:ss.SSS, UTC',
+        pattern: PATTERNS.drTime,
+        examples: ['2026-11-22 09:41:00.000'],
+      }),
     ),
   },
   {
     $id: 'DlrItem',
+    additionalProperties: false,
+    examples: [DLR_ITEM_EXAMPLE],
     description:
       'One SMS recipient of a message. The receipt fields (drStatus, drStatuscode, drErrcode, drTime) appear ' +
       'once a receipt is recorded.',
@@ -70,10 +102,23 @@ export const DlrItemSchema = Type.Object(
 
 export const DlrFailureSchema = Type.Object(
   {
-    code: Type.Integer({ description: '2, 3, 4, 5, 9, 11, 20 (the spec) or 429 (rate limited, locked out)' }),
-    descr: Type.String({ examples: ['Invalid credentials'] }),
+    code: Type.Unsafe<number>({
+      type: 'integer',
+      enum: Object.keys(DLR_FAILURES_BY_CODE).map(Number),
+      description: '2, 3, 4, 5, 9, 11, 20 (the spec) or 429 (rate limited, locked out)',
+    }),
+    descr: Type.Unsafe<string>({
+      type: 'string',
+      enum: [...new Set(Object.values(DLR_FAILURES_BY_CODE).map((f) => f.descr))],
+      description: 'The spec’s text for the code',
+    }),
   },
-  { $id: 'DlrFailure', description: 'A failed status query, in the spec’s shape' },
+  {
+    $id: 'DlrFailure',
+    additionalProperties: false,
+    description: 'A failed status query, in the spec’s shape',
+    examples: [dlrFailureExample(4)],
+  },
 );
 
 export const ItemErrorSchema = Type.Object(
@@ -110,18 +155,18 @@ export const ProblemSchema = Type.Object(
       Type.String({ description: 'On 410 Gone: the path that replaces this one', examples: ['/messages'] }),
     ),
   },
-  { $id: 'Problem', description: 'RFC 9457 problem details' },
+  { $id: 'Problem', description: 'RFC 9457 problem details', examples: [problemExample('invalid_request')] },
 );
 
 export const MessageRecordSchema = Type.Object(
   {
-    id: Type.String({ examples: ['demo-sms-0001'] }),
+    id: Type.String({ pattern: PATTERNS.messageId, examples: ['demo-sms-0001'] }),
     channel: enumOf(CHANNELS),
     direction: enumOf(DIRECTIONS),
-    contactId: Type.String({ format: 'uuid' }),
-    channelUserId: Type.String({ examples: ['447700900123'] }),
-    conversationId: Type.String({ format: 'uuid' }),
-    campaignId: Type.Union([Type.String(), Type.Null()]),
+    contactId: Type.String({ format: 'uuid', pattern: PATTERNS.uuid }),
+    channelUserId: Type.String({ pattern: PATTERNS.channelUserId, examples: ['447700900123'] }),
+    conversationId: Type.String({ format: 'uuid', pattern: PATTERNS.uuid }),
+    campaignId: Type.Union([Type.String({ pattern: PATTERNS.messageId }), Type.Null()]),
     text: Type.Union([Type.String(), Type.Null()]),
     content: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], {
       description: 'Structured content, as the operator sent it',
@@ -131,6 +176,8 @@ export const MessageRecordSchema = Type.Object(
   },
   {
     $id: 'MessageRecord',
+    additionalProperties: false,
+    examples: [MESSAGE_RECORD_EXAMPLE],
     description:
       'A stored message, identified by (id, channelUserId): an SMS sent to several numbers is one record each',
   },
@@ -144,19 +191,30 @@ export const MessagesEnvelopeSchema = Type.Object(
     }),
     hasMore: Type.Boolean(),
   },
-  { $id: 'MessagesEnvelope', description: 'A page of messages' },
+  {
+    $id: 'MessagesEnvelope',
+    additionalProperties: false,
+    description: 'A page of messages',
+    examples: [MESSAGES_ENVELOPE_EXAMPLE],
+  },
 );
 
 export const ReceiptEventSchema = Type.Object(
   {
     id: Type.String({
       description: 'evt_ + ULID; the webhook-id of its callback',
+      pattern: PATTERNS.eventId,
       examples: ['evt_01JD0000000000000000000000'],
     }),
     recordedAt: Timestamp,
     receipt: ref(DlrItemSchema),
   },
-  { $id: 'ReceiptEvent', description: 'An applied receipt, with the recipient’s state right after it' },
+  {
+    $id: 'ReceiptEvent',
+    additionalProperties: false,
+    description: 'An applied receipt, with the recipient’s state right after it',
+    examples: [RECEIPT_EVENT_EXAMPLE],
+  },
 );
 
 export const ReceiptFeedSchema = Type.Object(
@@ -168,12 +226,22 @@ export const ReceiptFeedSchema = Type.Object(
     }),
     hasMore: Type.Boolean({ description: 'More events exist right now' }),
   },
-  { $id: 'ReceiptFeed', description: 'A page of the receipt feed' },
+  {
+    $id: 'ReceiptFeed',
+    additionalProperties: false,
+    description: 'A page of the receipt feed',
+    examples: [RECEIPT_FEED_EXAMPLE],
+  },
 );
 
 export const HealthSchema = Type.Object(
   { status: enumOf(['ok', 'unavailable']) },
-  { $id: 'Health', description: 'Liveness or readiness' },
+  {
+    $id: 'Health',
+    additionalProperties: false,
+    description: 'Liveness or readiness',
+    examples: [{ status: 'ok' }],
+  },
 );
 
 /** The named schemas every configuration serves; the operator API registers its own beside them. */
@@ -189,10 +257,15 @@ export const SHARED_SCHEMAS: readonly NamedSchema[] = [
   HealthSchema,
 ];
 
-/** Response headers, each documented once. */
+/**
+ * Response headers, each documented once. `required` marks those sent on every response that lists them
+ * (http/openapi-document.ts moves it onto the header object); the rate-limit headers are not, since a refused
+ * request took no token and the limit can be turned off.
+ */
 const HEADERS = {
   'X-Request-Id': {
     type: 'string',
+    required: true,
     description: 'The caller’s own X-Request-Id when it was sane, else a fresh one; also in the log line',
   },
   RateLimit: {
@@ -206,46 +279,103 @@ const HEADERS = {
     description: 'The per-account token bucket (IETF draft)',
     examples: ['"burst";q=100;w=2'],
   },
-  'Retry-After': { type: 'integer', description: 'Seconds to wait before trying again' },
+  'Retry-After': {
+    type: 'integer',
+    minimum: 0,
+    required: true,
+    description: 'Seconds to wait before trying again',
+    examples: [5],
+  },
   Deprecation: {
     type: 'string',
+    required: true,
     description: 'RFC 9745: when this endpoint was deprecated (@ Unix seconds)',
     examples: ['@1767225600'],
   },
   Sunset: {
     type: 'string',
+    required: true,
     description: 'RFC 8594: when this endpoint turns 410 Gone (HTTP date)',
     examples: ['Fri, 01 Jan 2027 00:00:00 GMT'],
   },
   Link: {
     type: 'string',
+    required: true,
     description: 'The successor of this endpoint with the same query, minus credentials',
     examples: ['</messages?messageIds=m-1>; rel="successor-version"'],
   },
-  'WWW-Authenticate': { type: 'string', description: 'The scheme to authenticate with' },
-  Allow: { type: 'string', description: 'The methods this path serves', examples: ['GET, HEAD'] },
+  'WWW-Authenticate': {
+    type: 'string',
+    required: true,
+    description: 'The scheme to authenticate with',
+    examples: ['Basic realm="waybill"'],
+  },
+  Allow: {
+    type: 'string',
+    required: true,
+    description: 'The methods this path serves',
+    examples: ['GET, HEAD'],
+  },
 } as const;
 export type HeaderName = keyof typeof HEADERS;
 
-/** The documented headers of a response: X-Request-Id and `names`. */
-export const headers = (names: readonly HeaderName[]) =>
-  Object.fromEntries([...new Set(['X-Request-Id' as const, ...names])].map((name) => [name, HEADERS[name]]));
+/**
+ * The documented headers of a response: X-Request-Id and `names`, and `sometimes`: headers this response
+ * carries only in some cases (Retry-After on a /dlr 500 when the database is unavailable, not on a bug).
+ */
+export function headers(names: readonly HeaderName[], sometimes: readonly HeaderName[] = []) {
+  const always = [...new Set(['X-Request-Id' as const, ...names])].map((name) => [name, HEADERS[name]]);
+  const optional = sometimes.map((name) => {
+    const { required: _required, ...header } = HEADERS[name] as { required?: boolean };
+    return [name, header];
+  });
+  return Object.fromEntries([...always, ...optional]);
+}
+
+/** The examples of a response: one value, or several by name (a summary and the value each). */
+export interface ResponseExamples {
+  example?: unknown;
+  examples?: Record<string, { summary: string; value: unknown }>;
+}
 
 /**
- * A documented response (its description, headers and schema per media type), in the form Fastify compiles
- * a serializer from per content type and @fastify/swagger documents as is.
+ * A documented response (its description, headers, schema and example per media type), in the form Fastify
+ * compiles a serializer from per content type and @fastify/swagger documents as is. The example is the
+ * schema's own when it is a reference to a named schema that has one; responses of other schemas give theirs.
  */
 export function response(
   description: string,
   schema: TSchema,
-  options: { headers?: readonly HeaderName[]; mediaType?: string } = {},
+  options: {
+    headers?: readonly HeaderName[];
+    sometimesHeaders?: readonly HeaderName[];
+    mediaType?: string;
+  } & ResponseExamples = {},
 ) {
+  const own = (schema as { [EXAMPLE]?: unknown })[EXAMPLE];
+  const examples =
+    options.examples !== undefined
+      ? { examples: options.examples }
+      : options.example !== undefined
+        ? { example: options.example }
+        : own !== undefined
+          ? { example: own }
+          : {};
   return {
     description,
-    headers: headers(options.headers ?? []),
-    content: { [options.mediaType ?? 'application/json']: { schema } },
+    headers: headers(options.headers ?? [], options.sometimesHeaders),
+    content: { [options.mediaType ?? 'application/json']: { schema, ...examples } },
   };
 }
+
+/** Named examples of the /dlr failure object, one per code this status answers with. */
+export const dlrFailureExamples = (codes: readonly DlrFailureCode[]) =>
+  Object.fromEntries(
+    codes.map((code) => [
+      `code${code}`,
+      { summary: `${code} ${DLR_FAILURES_BY_CODE[code].descr}`, value: dlrFailureExample(code) },
+    ]),
+  );
 
 /** What each problem status means, wherever it is answered. */
 const PROBLEM_RESPONSES: Record<number, { description: string; headers?: readonly HeaderName[] }> = {
@@ -290,11 +420,15 @@ export function problemResponses(
     statuses.map((status) => {
       const known = PROBLEM_RESPONSES[status];
       if (!known) throw new Error(`no problem response is described for HTTP ${status}`);
+      const codes = (Object.keys(PROBLEMS) as ProblemCode[]).filter((c) => PROBLEMS[c].status === status);
       return [
         status,
         response(known.description, ref(ProblemSchema), {
           headers: [...(known.headers ?? []), ...(options.headers ?? [])],
           mediaType: 'application/problem+json',
+          examples: Object.fromEntries(
+            codes.map((code) => [code, { summary: code, value: problemExample(code) }]),
+          ),
         }),
       ];
     }),
@@ -334,26 +468,50 @@ export const queryProblems = (statuses: readonly number[], headers: readonly Hea
   ...problemResponses([400, 429, 500, 503], { headers: [...headers, ...RATE_LIMIT_HEADERS] }),
 });
 
+/**
+ * A channel name as a parameter or item field takes it: one of {@link CHANNELS} in any case (echoed upper-case).
+ * A pattern rather than an enum, so that a client reading the document knows `sms` is as good as `SMS`.
+ */
+export const channelParameter = (description: string) => ({
+  type: 'string' as const,
+  pattern: PATTERNS.channel,
+  description: `${description}: ${CHANNELS.join(', ')}, in any case`,
+  examples: ['SMS'],
+});
+
 /** The query string of the contact message endpoints (v1 and its successor, which adds campaignId). */
 export const messagesQuerystring = (withCampaign: boolean) =>
   Type.Object({
     messageIds: Type.Optional(
       Type.String({
-        description: 'Mode 1: comma-separated message ids, 1-20',
+        description:
+          'Mode 1: comma-separated message ids, 1-20 (white space around them and empty elements are ignored, repeats count once)',
+        pattern: PATTERNS.messageIds,
         examples: ['demo-sms-0001,demo-wa-0001'],
       }),
     ),
-    channel: Type.Optional(enumOf(CHANNELS, 'The channel (any case)')),
+    channel: Type.Optional(Type.Unsafe<string>(channelParameter('The channel'))),
     channelUserId: Type.Optional(
-      Type.String({ description: 'Mode 2: the contact on the channel', examples: ['447700900123'] }),
+      Type.String({
+        description:
+          'Mode 2: the contact’s identity on the channel; on SMS a phone number (country code and number, 6-15 digits, no + or leading 0)',
+        pattern: PATTERNS.channelUserId,
+        examples: ['447700900123'],
+      }),
     ),
-    contactId: Type.Optional(Type.String({ format: 'uuid', description: 'Mode 2: the contact UUID' })),
+    contactId: Type.Optional(
+      Type.String({ format: 'uuid', pattern: PATTERNS.uuid, description: 'Mode 2: the contact UUID' }),
+    ),
     size: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })),
-    cursor: Type.Optional(Type.String({ description: 'nextCursor of the previous page' })),
+    cursor: Type.Optional(Type.String({ minLength: 1, description: 'nextCursor of the previous page' })),
     ...(withCampaign
       ? {
           campaignId: Type.Optional(
-            Type.String({ description: 'Campaign filter', examples: ['spring-sale'] }),
+            Type.String({
+              description: 'Campaign filter',
+              pattern: PATTERNS.messageId,
+              examples: ['spring-sale'],
+            }),
           ),
         }
       : {}),

@@ -37,8 +37,7 @@ export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext):
       },
     },
     async (request, reply) => {
-      const body = request.body as Static<typeof CreateBody>;
-      checkSettable(body);
+      const body = checkSettable(request.body as Static<typeof CreateBody>);
       const created = await createAccount(ctx.store, ctx.pepper, body, ctx.now());
       // Unknown keys are never cached, but a lookup of this key under way may have found none: no later request
       // may share its answer.
@@ -85,8 +84,7 @@ export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext):
     },
     async (request) => {
       const { id, key } = await accountOr404(ctx, (request.params as { id: string }).id);
-      const body = request.body as Static<typeof PatchBody>;
-      checkSettable(body);
+      const body = checkSettable(request.body as Static<typeof PatchBody>);
       const patch: AccountPatch = {};
       for (const [field, value] of Object.entries(body)) {
         if (value !== undefined) (patch as Record<string, unknown>)[field] = value;

@@ -13,6 +13,9 @@ import {
 } from '../domain/query-params.js';
 import { parseRfc3339 } from '../domain/wire.js';
 import { AccountWithCallbackSecretSchema, accountOr404, accountWire, IdParams } from '../http/accounts.js';
+import { ATTEMPT_EXAMPLE, DELIVERY_EXAMPLE } from '../http/examples.js';
+import { documented } from '../http/openapi-document.js';
+import { PATTERNS } from '../http/patterns.js';
 import { methodNotAllowed } from '../http/protocol.js';
 import {
   adminProblems,
@@ -35,15 +38,23 @@ const AttemptSchema = Type.Object(
     error: Type.Union([Type.String(), Type.Null()], { description: 'Null on success' }),
     durationMs: Type.Integer(),
   },
-  { $id: 'DeliveryAttempt', description: 'One attempt to deliver a callback' },
+  {
+    $id: 'DeliveryAttempt',
+    additionalProperties: false,
+    description: 'One attempt to deliver a callback',
+    examples: [ATTEMPT_EXAMPLE],
+  },
 );
 
 const DeliverySchema = Type.Object(
   {
-    id: Type.String({ description: 'The event id (one delivery per event), sent as webhook-id' }),
-    eventId: Type.String(),
-    messageId: Type.String(),
-    to: Type.String(),
+    id: Type.String({
+      description: 'The event id (one delivery per event), sent as webhook-id',
+      pattern: PATTERNS.eventId,
+    }),
+    eventId: Type.String({ pattern: PATTERNS.eventId }),
+    messageId: Type.String({ pattern: PATTERNS.messageId }),
+    to: Type.String({ pattern: PATTERNS.phone }),
     state: enumOf(DELIVERY_STATES),
     attempts: Type.Integer(),
     createdAt: Timestamp,
@@ -53,12 +64,22 @@ const DeliverySchema = Type.Object(
     lastAttempt: Type.Union([ref(AttemptSchema), Type.Null()]),
     payload: ref(DlrItemSchema),
   },
-  { $id: 'Delivery', description: 'The callback delivery of one receipt event' },
+  {
+    $id: 'Delivery',
+    additionalProperties: false,
+    description: 'The callback delivery of one receipt event',
+    examples: [DELIVERY_EXAMPLE],
+  },
 );
 
 const DeliveryDetailSchema = Type.Object(
   { ...DeliverySchema.properties, attemptLog: Type.Array(ref(AttemptSchema), { description: 'In order' }) },
-  { $id: 'DeliveryDetail', description: 'A delivery with every attempt' },
+  {
+    $id: 'DeliveryDetail',
+    additionalProperties: false,
+    description: 'A delivery with every attempt',
+    examples: [{ ...DELIVERY_EXAMPLE, attemptLog: [ATTEMPT_EXAMPLE] }],
+  },
 );
 
 const DeliveryPageSchema = Type.Object(
@@ -67,12 +88,17 @@ const DeliveryPageSchema = Type.Object(
     nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Fetches the older ones' }),
     hasMore: Type.Boolean(),
   },
-  { $id: 'DeliveryPage', description: 'A page of deliveries' },
+  {
+    $id: 'DeliveryPage',
+    additionalProperties: false,
+    description: 'A page of deliveries',
+    examples: [{ deliveries: [DELIVERY_EXAMPLE], nextCursor: null, hasMore: false }],
+  },
 );
 
 const RedeliveredSchema = Type.Object(
   { redelivered: Type.Integer({ description: 'Dead deliveries made pending again' }) },
-  { $id: 'Redelivered' },
+  { $id: 'Redelivered', additionalProperties: false, examples: [{ redelivered: 3 }] },
 );
 
 const BackfillSchema = Type.Object(
@@ -88,7 +114,7 @@ const BackfillSchema = Type.Object(
 
 const BackfilledSchema = Type.Object(
   { queued: Type.Integer({ description: 'Deliveries queued: at most one per recipient' }) },
-  { $id: 'Backfilled' },
+  { $id: 'Backfilled', additionalProperties: false, examples: [{ queued: 12 }] },
 );
 
 /** The named schemas of the delivery routes, registered in the operator API's scope. */
@@ -123,9 +149,12 @@ const deliveryWire = (d: Delivery) => ({
 
 const DeliveryParams = Type.Object({
   ...IdParams.properties,
+  // Like the account id: an id that is not an event id names no delivery (404), so its format is the
+  // document's only.
   deliveryId: Type.String({
-    description: 'Delivery (event) id',
+    description: 'Delivery (event) id; a malformed one names no delivery: 404',
     examples: ['evt_01JD0000000000000000000000'],
+    ...documented({ pattern: PATTERNS.eventId }),
   }),
 });
 
@@ -180,7 +209,9 @@ export async function adminCallbackRoutes(app: FastifyInstance, ctx: AppContext)
         params: IdParams,
         querystring: Type.Object({
           state: Type.Optional(enumOf(DELIVERY_STATES, 'Only deliveries in this state')),
-          cursor: Type.Optional(Type.String({ description: 'nextCursor of the previous page' })),
+          cursor: Type.Optional(
+            Type.String({ minLength: 1, description: 'nextCursor of the previous page' }),
+          ),
           limit: Type.Optional(
             Type.Integer({ minimum: 1, maximum: MAX_DELIVERY_LIMIT, default: DEFAULT_DELIVERY_LIMIT }),
           ),

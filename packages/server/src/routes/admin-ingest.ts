@@ -5,12 +5,14 @@ import { parkedCutoff } from '../domain/deliveries/parking.js';
 import { ApiError } from '../domain/errors.js';
 import type { BatchOutcome, ItemError } from '../domain/ingest/precedence.js';
 import { accountOr404, IdParams } from '../http/accounts.js';
+import { MESSAGE_ITEM_EXAMPLE, RECEIPT_ITEM_EXAMPLE } from '../http/examples.js';
 import {
   checkMessageItem,
   checkReceiptItem,
   MessageItemSchema,
   ReceiptItemSchema,
 } from '../http/ingest-items.js';
+import { PATTERNS } from '../http/patterns.js';
 import { methodNotAllowed } from '../http/protocol.js';
 import { adminProblems, BODY_STATUSES, type NamedSchema, ref, response, SECURITY } from '../http/schemas.js';
 import { describedOnly } from '../http/validation.js';
@@ -20,26 +22,46 @@ export const MAX_BATCH = 1000;
 
 const MessageBatchSchema = Type.Object(
   { messages: Type.Array(ref(MessageItemSchema), { minItems: 1, maxItems: MAX_BATCH }) },
-  { $id: 'MessageBatch', additionalProperties: false, description: '1 to 1000 messages, applied in order' },
+  {
+    $id: 'MessageBatch',
+    additionalProperties: false,
+    description: '1 to 1000 messages, applied in order',
+    examples: [{ messages: [MESSAGE_ITEM_EXAMPLE] }],
+  },
 );
 const MessagesAcceptedSchema = Type.Object(
-  { accepted: Type.Integer({ description: 'Items written' }) },
-  { $id: 'MessagesAccepted' },
+  { accepted: Type.Integer({ minimum: 1, description: 'Items written' }) },
+  { $id: 'MessagesAccepted', additionalProperties: false, examples: [{ accepted: 1 }] },
 );
 const ReceiptBatchSchema = Type.Object(
   { receipts: Type.Array(ref(ReceiptItemSchema), { minItems: 1, maxItems: MAX_BATCH }) },
-  { $id: 'ReceiptBatch', additionalProperties: false, description: '1 to 1000 receipts, applied in order' },
+  {
+    $id: 'ReceiptBatch',
+    additionalProperties: false,
+    description: '1 to 1000 receipts, applied in order',
+    examples: [{ receipts: [RECEIPT_ITEM_EXAMPLE] }],
+  },
 );
 const ReceiptsAppliedSchema = Type.Object(
   {
     applied: Type.Integer({ description: 'Receipts that changed a recipient (each recorded an event)' }),
     ignored: Type.Integer({ description: 'Receipts that changed nothing under the precedence rules' }),
     unknown: Type.Array(
-      Type.Object({ messageId: Type.String(), to: Type.Union([Type.String(), Type.Null()]) }),
+      Type.Object(
+        {
+          messageId: Type.String({ pattern: PATTERNS.messageId }),
+          to: Type.Union([Type.String({ pattern: PATTERNS.phone }), Type.Null()]),
+        },
+        { additionalProperties: false },
+      ),
       { description: 'Receipts with no outbound SMS recipient yet: parked until it arrives' },
     ),
   },
-  { $id: 'ReceiptsApplied' },
+  {
+    $id: 'ReceiptsApplied',
+    additionalProperties: false,
+    examples: [{ applied: 1, ignored: 0, unknown: [{ messageId: 'order-1235', to: null }] }],
+  },
 );
 
 /** The named schemas of the ingest routes, registered in the operator API's scope. */

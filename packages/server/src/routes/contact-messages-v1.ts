@@ -4,6 +4,7 @@ import { authenticate, readCredentials } from '../auth/authenticate.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../domain/errors.js';
 import { parseMessagesQuery, type RawQuery } from '../domain/query-params.js';
+import { MESSAGE_RECORD_EXAMPLE, MESSAGES_ENVELOPE_EXAMPLE } from '../http/examples.js';
 import { historyPage, messagesByIds } from '../http/messages-query.js';
 import { methodNotAllowed } from '../http/protocol.js';
 import {
@@ -45,7 +46,13 @@ export async function contactMessagesV1Routes(app: FastifyInstance, ctx: AppCont
           200: response(
             'Mode 1: the records, oldest first; Mode 2: one page of the history',
             Type.Union([Type.Array(ref(MessageRecordSchema)), ref(MessagesEnvelopeSchema)]),
-            { headers: [...RATE_LIMIT_HEADERS, ...V1_HEADERS] },
+            {
+              headers: [...RATE_LIMIT_HEADERS, ...V1_HEADERS],
+              examples: {
+                byIds: { summary: 'Mode 1 (messageIds): a bare array', value: [MESSAGE_RECORD_EXAMPLE] },
+                history: { summary: 'Mode 2: one page of the history', value: MESSAGES_ENVELOPE_EXAMPLE },
+              },
+            },
           ),
           ...queryProblems([410], V1_HEADERS),
         },

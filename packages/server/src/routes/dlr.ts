@@ -2,13 +2,17 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { authenticate } from '../auth/authenticate.js';
 import type { AppContext } from '../context.js';
+import type { DlrFailureCode } from '../domain/errors.js';
 import { parseDlrQuery, type RawQuery } from '../domain/query-params.js';
 import { toDlrItem } from '../domain/wire.js';
+import { DLR_ITEMS_EXAMPLE } from '../http/examples.js';
+import { PATTERNS } from '../http/patterns.js';
 import { sendDlrFailure } from '../http/problem.js';
 import { methodNotAllowed } from '../http/protocol.js';
 import {
   DlrFailureSchema,
   DlrItemSchema,
+  dlrFailureExamples,
   type HeaderName,
   PROTOCOL_STATUSES,
   problemResponses,
@@ -22,12 +26,23 @@ import { describedOnly } from '../http/validation.js';
 const querystring = Type.Object({
   messageid: Type.String({
     description: 'Message id, 1-64 characters of A-Z a-z 0-9 . _ : -',
+    pattern: PATTERNS.messageId,
     examples: ['demo-sms-multi'],
   }),
 });
 
-const failure = (description: string, headers: readonly HeaderName[] = []) =>
-  response(description, ref(DlrFailureSchema), { headers });
+/** A failure status of /dlr, with an example of each spec code it answers with. */
+const failure = (
+  description: string,
+  codes: readonly DlrFailureCode[],
+  headers: readonly HeaderName[] = [],
+  sometimesHeaders: readonly HeaderName[] = [],
+) =>
+  response(description, ref(DlrFailureSchema), {
+    headers,
+    sometimesHeaders,
+    examples: dlrFailureExamples(codes),
+  });
 
 /** `GET /dlr` — the delivery result of one SMS request (spec §4.1, CONTRACT §2). */
 export async function dlrRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
@@ -43,7 +58,8 @@ export async function dlrRoutes(app: FastifyInstance, ctx: AppContext): Promise<
         description:
           'An array of delivery-receipt items (one per recipient, `[]` for an unknown id) on success, or a ' +
           '`{code, descr}` object on failure, checked in the order of docs/errors.md. The credentials are the ' +
-          '`key` and `secret` query parameters.',
+          '`key` and `secret` query parameters, and only they: HTTP Basic (`curl -u KEY:SECRET`), which the ' +
+          'other query endpoints accept, is not read here, so such a call answers code 2 Missing parameters.',
         tags: ['status query'],
         security: SECURITY.dlr,
         querystring,
@@ -51,20 +67,30 @@ export async function dlrRoutes(app: FastifyInstance, ctx: AppContext): Promise<
           200: response(
             'One item per SMS recipient, in the order they were first sent to',
             Type.Array(ref(DlrItemSchema)),
-            { headers: RATE_LIMIT_HEADERS },
+            { headers: RATE_LIMIT_HEADERS, example: DLR_ITEMS_EXAMPLE },
           ),
-          400: failure('2 Missing parameters, or 3 Invalid parameters (malformed, or given twice)'),
-          401: failure('4 Invalid credentials: no account has this key, or the secret is wrong'),
-          402: failure('9 Quota exceeded: balance + creditLimit < 0', RATE_LIMIT_HEADERS),
+          400: failure(
+            '2 Missing parameters (key, secret or messageid absent or empty; HTTP Basic is not read here), or 3 Invalid parameters (malformed, or given twice)',
+            [2, 3],
+          ),
+          401: failure('4 Invalid credentials: no account has this key, or the secret is wrong', [4]),
+          402: failure('9 Quota exceeded: balance + creditLimit < 0', [9], RATE_LIMIT_HEADERS),
           403: failure(
             '5 Unauthorized IP (not on the whitelist), or 20 Dlr search not support',
+            [5, 20],
             RATE_LIMIT_HEADERS,
           ),
-          429: failure('429 Too many requests: the key is locked out, or the account is over its rate', [
-            'Retry-After',
-            ...RATE_LIMIT_HEADERS,
-          ]),
-          500: failure('11 System error: storage unavailable or an unexpected fault', RATE_LIMIT_HEADERS),
+          429: failure(
+            '429 Too many requests: the key is locked out, or the account is over its rate',
+            [429],
+            ['Retry-After', ...RATE_LIMIT_HEADERS],
+          ),
+          500: failure(
+            '11 System error: storage unavailable (with Retry-After) or an unexpected fault',
+            [11],
+            [],
+            ['Retry-After', ...RATE_LIMIT_HEADERS],
+          ),
           ...problemResponses(PROTOCOL_STATUSES),
         },
       },

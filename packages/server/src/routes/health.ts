@@ -41,7 +41,9 @@ export async function healthRoutes(app: FastifyInstance, ctx: AppContext): Promi
         security: SECURITY.none,
         response: {
           200: response('The database answers: {"status":"ok"}', Status),
-          503: response('The database cannot be reached: {"status":"unavailable"}', Status),
+          503: response('The database cannot be reached: {"status":"unavailable"}', Status, {
+            example: { status: 'unavailable' },
+          }),
           ...problemResponses(PROTOCOL_STATUSES),
         },
       },

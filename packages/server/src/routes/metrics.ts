@@ -22,11 +22,11 @@ export async function metricsRoutes(app: FastifyInstance, ctx: AppContext): Prom
         tags: ['operations'],
         security: token ? SECURITY.admin : SECURITY.none,
         response: {
-          200: response(
-            'Prometheus text exposition format 0.0.4',
-            Type.String({ examples: ['waybill_receipt_events_total 0'] }),
-            { mediaType: 'text/plain' },
-          ),
+          200: response('Prometheus text exposition format 0.0.4', Type.String(), {
+            mediaType: 'text/plain',
+            example:
+              '# HELP waybill_receipt_events_total Receipt events recorded (applied receipts, parked ones included once they apply)\n# TYPE waybill_receipt_events_total counter\nwaybill_receipt_events_total 42\n',
+          }),
           ...problemResponses([...(token ? [401] : []), 500, ...PROTOCOL_STATUSES]),
         },
       },

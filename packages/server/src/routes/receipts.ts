@@ -34,7 +34,10 @@ export async function receiptsRoutes(app: FastifyInstance, ctx: AppContext): Pro
         security: SECURITY.query,
         querystring: Type.Object({
           after: Type.Optional(
-            Type.String({ description: 'nextCursor of the previous page; omit to start at the oldest' }),
+            Type.String({
+              minLength: 1,
+              description: 'nextCursor of the previous page; omit to start at the oldest',
+            }),
           ),
           limit: Type.Optional(
             Type.Integer({ minimum: 1, maximum: MAX_FEED_LIMIT, default: DEFAULT_FEED_LIMIT }),

@@ -2,6 +2,9 @@
  * The API reference at /docs renders the served OpenAPI document with swagger-ui, entirely from this server:
  * no asset comes from a CDN, and its Content-Security-Policy forbids every other origin.
  */
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { engines } from '../support/engines.js';
 import { useHarness } from '../support/http.js';
@@ -56,6 +59,38 @@ describe('GET /docs', () => {
       expect(values, name).toContain("'self'");
       for (const value of values) expect(value, `${name} ${value}`).toMatch(/^('[^']+'|data:)$/);
     }
+  });
+
+  it('shows Waybill’s name where the Fastify logo was, and no Explore box', async () => {
+    const init = (await h().inject('/docs/static/swagger-initializer.js')).body;
+    // The plugin's own logo (Fastify's) is what it shows when given none.
+    const require = createRequire(import.meta.url);
+    const plugin = dirname(require.resolve('@fastify/swagger-ui/package.json'));
+    const fastifyLogo = (await readFile(join(plugin, 'static/logo.svg'))).toString('base64');
+    expect(init).not.toContain(fastifyLogo);
+    const logo = /img\.src = 'data:image\/svg\+xml;base64,([A-Za-z0-9+/=]+)'/.exec(init)?.[1];
+    expect(logo, 'the top bar shows a logo').toBeDefined();
+    const svg = Buffer.from(logo ?? '', 'base64').toString('utf8');
+    expect(svg).toContain('>Waybill<');
+    expect(svg).not.toMatch(/(https?:)?\/\/(?!www\.w3\.org\/2000\/svg)/);
+
+    const page = (await h().inject('/docs')).body;
+    expect(page).toContain('<title>Waybill API reference</title>');
+    const sheets = assetUrls(page).filter((url) => url.endsWith('.css'));
+    const css = await Promise.all(
+      sheets.map(async (url) => (await h().inject(new URL(url, 'http://waybill.test/docs').pathname)).body),
+    );
+    expect(css.join('\n')).toMatch(/\.topbar \.download-url-wrapper\s*\{\s*display:\s*none/);
+  });
+
+  it('carries Waybill’s favicon, not Swagger’s', async () => {
+    const page = (await h().inject('/docs')).body;
+    const icons = [...page.matchAll(/<link rel="icon"[^>]*href="([^"]+)"/g)].map((m) => m[1] ?? '');
+    expect(icons).toHaveLength(1);
+    const icon = await h().inject(new URL(icons[0] ?? '', 'http://waybill.test/docs').pathname);
+    expect(icon.statusCode).toBe(200);
+    expect(icon.headers['content-type']).toMatch(/^image\/svg\+xml/);
+    expect(icon.body).toContain('>W<');
   });
 
   it('is not an operation of the document', async () => {

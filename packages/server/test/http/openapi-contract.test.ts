@@ -24,7 +24,7 @@ const run = promisify(execFile);
 
 interface ResponseObject {
   description: string;
-  headers?: Record<string, unknown>;
+  headers?: Record<string, { required?: boolean }>;
   content?: Record<string, unknown>;
 }
 interface Operation {
@@ -147,6 +147,10 @@ describe('the OpenAPI document', () => {
       const names = Object.keys(documented?.headers ?? {}).map((n) => n.toLowerCase());
       const sent = MEANINGFUL_HEADERS.filter((name) => r.headers[name] !== undefined);
       expect(names, where).toEqual(expect.arrayContaining(sent));
+      // A header the document calls required is on every such answer.
+      for (const [name, header] of Object.entries(documented?.headers ?? {})) {
+        if (header.required) expect(r.headers[name.toLowerCase()], `${where} ${name}`).toBeDefined();
+      }
       // 204 No Content has no body, so no media type either.
       if (r.status === 204) expect(documented?.content, where).toBeUndefined();
       else expect(Object.keys(documented?.content ?? {}), where).toContain(r.mediaType);
