@@ -40,9 +40,16 @@ export const lockPartitions = async (client: pg.PoolClient, schema: string): Pro
 };
 
 /**
- * Makes sure every month among `dates` that deserves a partition has one. `known` caches the partitions this
- * process has seen, so the common case costs nothing; a miss takes the partition lock and re-checks, so two
- * processes never race on the DDL.
+ * Makes sure every month among `dates` that deserves a partition has one, attached to `messages`: otherwise
+ * the batch's records of that month would land in the default partition.
+ *
+ * There is no cache of which partitions exist: another process (`waybill prune`, another instance) may drop
+ * one at any time, and a process that trusted what it saw earlier would keep filling the default partition.
+ * Instead one catalog lookup per batch (a named statement on `pg_inherits`, for the few months the batch
+ * touches; no cost per record) tells which are missing, and only then is the partition lock taken and the
+ * lookup repeated under it, so two processes never race on the DDL. A partition dropped between this check
+ * and the batch's insert still sends that batch's rows of the month to the default partition; the next batch
+ * of that month makes the partition again and moves them into it.
  *
  * The partition is created detached, filled with whatever the default partition holds for its month, then
  * attached: attaching is what PostgreSQL allows while the default partition may hold rows of that range
@@ -53,22 +60,27 @@ export async function ensurePartitions(
   schema: string,
   dates: readonly Date[],
   now: Date,
-  known: Set<string>,
 ): Promise<void> {
   const earliest = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - MONTHS_BACK, 1);
   const latest = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + MONTHS_AHEAD, 1);
-  const wanted = new Map<string, number>();
+  const months = new Map<string, number>();
   for (const date of dates) {
     const start = monthStart(date);
     if (start < earliest || start > latest) continue;
-    const name = partitionName(start);
-    if (!known.has(name)) wanted.set(name, start);
+    months.set(partitionName(start), start);
   }
-  if (wanted.size === 0) return;
+  if (months.size === 0) return;
 
   // A failed statement (a timeout, a lost connection) destroys the connection rather than handing it back.
   await withClient(pool, async (client) => {
-    for (const [name, start] of wanted) {
+    const attached = await client.query<{ name: string }>({
+      name: 'wb_attached_partitions',
+      text: `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+             WHERE i.inhparent = 'messages'::regclass AND c.relname = ANY($1::text[])`,
+      values: [[...months.keys()]],
+    });
+    for (const row of attached.rows) months.delete(row.name);
+    for (const [name, start] of months) {
       await client.query('BEGIN');
       try {
         await lockPartitions(client, schema);
@@ -92,7 +104,6 @@ export async function ensurePartitions(
           );
         }
         await client.query('COMMIT');
-        known.add(name);
       } catch (error) {
         await client.query('ROLLBACK').catch(() => {});
         throw error;
