@@ -40,16 +40,22 @@ export async function prune(
       const records = await run.retrying(partition.name, async () => {
         // Waiting for the locks costs nothing here; only once they are free does the expensive part start
         // (deleting the key rows), so a partition a reader keeps open is not worked on again at every try.
-        await run.step(client, async () => {
+        const exists = async () =>
+          (
+            await client.query<{ found: string | null }>('SELECT to_regclass($1) AS found', [
+              `${quoteIdent(schema)}.${table}`,
+            ])
+          ).rows[0]?.found != null;
+        const free = await run.step(client, async () => {
+          // Another prune may have dropped it meanwhile.
+          if (!(await exists())) return false;
           await client.query(`LOCK TABLE ONLY messages, ${table} IN ACCESS EXCLUSIVE MODE`);
-          return 0;
+          return true;
         });
+        if (!free) return 0;
         return run.step(client, async () => {
           await lockPartitions(client, schema);
-          const exists = await client.query<{ found: string | null }>('SELECT to_regclass($1) AS found', [
-            `${quoteIdent(schema)}.${table}`,
-          ]);
-          if (exists.rows[0]?.found == null) return 0;
+          if (!(await exists())) return 0;
           // Deleting the key rows first locks them, so an ingest still merging into one of these records
           // finishes before its partition goes (and one arriving later starts the record afresh).
           await client.query(
