@@ -273,9 +273,41 @@ export interface MaintenanceStore {
   sealedCallbackSecret(): Promise<string | null>;
   /**
    * Retention: deletes message records created before `cutoff`, with their events and deliveries; returns how
-   * many records went.
+   * many records went. May throw {@link PruneGaveUpError} when other sessions keep what it must remove locked.
    */
-  prune(cutoff: Date): Promise<number>;
+  prune(cutoff: Date, options?: PruneOptions): Promise<number>;
+}
+
+/** How {@link MaintenanceStore.prune} reports and bounds its work. */
+export interface PruneOptions {
+  /** Called as prune goes: each step done, and each time it has to wait for a lock and will retry. */
+  onProgress?: (progress: PruneProgress) => void;
+  /**
+   * How long prune keeps retrying a step whose locks other sessions hold (a long report, `pg_dump`) before it
+   * gives up with {@link PruneGaveUpError}, in milliseconds. @default 600000 (10 minutes)
+   */
+  giveUpAfterMs?: number;
+}
+
+export type PruneProgress =
+  /** `records` more records went (a month dropped whole, or a batch of rows). */
+  | { kind: 'removed'; records: number; total: number }
+  /** `target` stayed locked by other sessions; prune tries again in `retryInMs` (attempt `attempt` failed). */
+  | { kind: 'waiting'; target: string; attempt: number; waitedMs: number; retryInMs: number };
+
+/**
+ * Prune stopped because other sessions kept what it must remove locked past its bound. What it removed before
+ * stays removed (`removed` records); running it again later finishes the job. It carries no `cause`, so the
+ * store's error mapping leaves it as it is rather than reporting the database as unreachable.
+ */
+export class PruneGaveUpError extends Error {
+  override readonly name = 'PruneGaveUpError';
+  constructor(
+    message: string,
+    readonly removed: number,
+  ) {
+    super(message);
+  }
 }
 
 /**

@@ -108,34 +108,55 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL month partitions and prune', () => {
     expect(await store.findDlr(account.id, 'sep-1')).toHaveLength(1);
   });
 
-  it('recreates a month another instance dropped, moving what landed in the default partition', async () => {
+  it('makes a month again that another instance pruned while this one kept running', async () => {
     const other = openStore(schema);
     try {
+      // This instance has written to August, so it has seen the partition.
       await store.ingestMessages(
         account.id,
         [sms('a', '447700900001', { createdAt: day('2026-08-10') })],
         NOW,
       );
-      // The other instance prunes August away; this one still believes the partition exists, so its next
-      // August record lands in the default partition rather than failing.
       expect(await other.prune(day('2026-09-01'))).toBe(1);
+      expect(await partitions()).not.toContain('messages_p202608');
+      // Its next August record goes into a new August partition, not the default one.
       await store.ingestMessages(
         account.id,
         [sms('b', '447700900001', { createdAt: day('2026-08-11') })],
         NOW,
       );
-      expect((await placement()).b).toBe('messages_default');
-      // The other instance, knowing August is gone, makes it again and moves the stray record into it.
+      expect(await placement()).toEqual({ b: 'messages_p202608' });
       await other.ingestMessages(
         account.id,
         [sms('c', '447700900001', { createdAt: day('2026-08-12') })],
         NOW,
       );
+      expect(await partitions()).toContain('messages_p202608');
       expect(await placement()).toEqual({ b: 'messages_p202608', c: 'messages_p202608' });
-      expect((await store.findMessagesByIds(account.id, ['b', 'c'])).map((m) => m.id)).toEqual(['b', 'c']);
+      expect((await store.findMessagesByIds(account.id, ['a', 'b', 'c'])).map((m) => m.id)).toEqual([
+        'b',
+        'c',
+      ]);
     } finally {
       await other.close();
     }
+  });
+
+  it('moves the records of a month from the default partition when it makes that month', async () => {
+    await store.ingestMessages(account.id, [sms('a', '447700900001', { createdAt: day('2026-06-10') })], NOW);
+    // What a batch racing a prune leaves behind: a June record in the default partition, June gone.
+    await sql(
+      schema,
+      `BEGIN;
+       ALTER TABLE messages DETACH PARTITION messages_p202606;
+       INSERT INTO messages SELECT * FROM messages_p202606;
+       DROP TABLE messages_p202606;
+       COMMIT`,
+    );
+    expect(await placement()).toEqual({ a: 'messages_default' });
+    await store.ingestMessages(account.id, [sms('b', '447700900001', { createdAt: day('2026-06-11') })], NOW);
+    expect(await placement()).toEqual({ a: 'messages_p202606', b: 'messages_p202606' });
+    expect((await store.findMessagesByIds(account.id, ['a', 'b'])).map((m) => m.id)).toEqual(['a', 'b']);
   });
 
   it('creates a month only once when instances ingest into it at the same time', async () => {

@@ -16,23 +16,17 @@ import { ensurePartitions } from './partitions.js';
 import { inTransaction, RETRY, type TransactionResult } from './pool.js';
 import { insertKeys, lockKeys, readRecords, upsertRecords } from './records.js';
 
-/**
- * Message ingest on PostgreSQL. `partitions` are the month partitions this process knows exist (partitions.ts).
- */
-export function messageIngest(
-  pool: pg.Pool,
-  schema: string,
-  partitions: Set<string>,
-): IngestStore['ingestMessages'] {
+/** Message ingest on PostgreSQL. */
+export function messageIngest(pool: pg.Pool, schema: string): IngestStore['ingestMessages'] {
   return async (accountId, items, now, options) => {
-    // Partition DDL runs before, in transactions of its own: it must not hold the batch's row locks while
-    // it waits for the parent table, and a created partition stays useful even if the batch is refused.
+    // The batch's months are checked against the catalog once per batch (another process may have dropped
+    // one), and partition DDL runs before, in transactions of its own: it must not hold the batch's row locks
+    // while it waits for the parent table, and a created partition stays useful even if the batch is refused.
     await ensurePartitions(
       pool,
       schema,
       items.map((i) => i.createdAt ?? now),
       now,
-      partitions,
     );
     return inTransaction(pool, (client) => ingestMessagesOnce(client, accountId, items, now, options));
   };

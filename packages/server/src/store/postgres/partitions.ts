@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import pg from 'pg';
 import { quoteIdent, withClient } from './pool.js';
 
 /**
@@ -40,9 +40,30 @@ export const lockPartitions = async (client: pg.PoolClient, schema: string): Pro
 };
 
 /**
- * Makes sure every month among `dates` that deserves a partition has one. `known` caches the partitions this
- * process has seen, so the common case costs nothing; a miss takes the partition lock and re-checks, so two
- * processes never race on the DDL.
+ * The longest partition creation waits for a lock, in milliseconds. Attaching needs an exclusive lock on
+ * `messages_default`, which a long reader (a report over `messages`, `pg_dump`) holds off, and every ingest
+ * that touches the default partition queues behind a waiting request; so rather than wait, the batch goes
+ * ahead with its records in the default partition.
+ */
+const CREATE_LOCK_TIMEOUT_MS = 200;
+/** After a creation that did not get its locks, this process leaves that month alone for this long. */
+const CREATE_RETRY_MS = 1_000;
+const LOCK_NOT_AVAILABLE = '55P03';
+/** `schema.partition` → when this process may try to create it again (after a lock timeout). */
+const deferred = new Map<string, number>();
+
+/**
+ * Gives every month among `dates` that deserves a partition one, attached to `messages`, before the batch
+ * inserts: otherwise the batch's records of that month land in the default partition.
+ *
+ * There is no cache of which partitions exist: another process (`waybill prune`, another instance) may drop
+ * one at any time, and a process that trusted what it saw earlier would keep filling the default partition.
+ * Instead one catalog lookup per batch (a named statement on `pg_inherits`, for the few months the batch
+ * touches; no cost per record) tells which are missing, and only then is the partition lock taken and the
+ * lookup repeated under it, so two processes never race on the DDL. A partition dropped between this check
+ * and the batch's insert still sends that batch's rows of the month to the default partition; the next batch
+ * of that month makes the partition again and moves them into it. The same happens when making the partition
+ * would wait for a lock longer than {@link CREATE_LOCK_TIMEOUT_MS}: no batch waits on a long reader for it.
  *
  * The partition is created detached, filled with whatever the default partition holds for its month, then
  * attached: attaching is what PostgreSQL allows while the default partition may hold rows of that range
@@ -53,24 +74,32 @@ export async function ensurePartitions(
   schema: string,
   dates: readonly Date[],
   now: Date,
-  known: Set<string>,
 ): Promise<void> {
   const earliest = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - MONTHS_BACK, 1);
   const latest = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + MONTHS_AHEAD, 1);
-  const wanted = new Map<string, number>();
+  const months = new Map<string, number>();
   for (const date of dates) {
     const start = monthStart(date);
     if (start < earliest || start > latest) continue;
-    const name = partitionName(start);
-    if (!known.has(name)) wanted.set(name, start);
+    months.set(partitionName(start), start);
   }
-  if (wanted.size === 0) return;
+  if (months.size === 0) return;
 
   // A failed statement (a timeout, a lost connection) destroys the connection rather than handing it back.
   await withClient(pool, async (client) => {
-    for (const [name, start] of wanted) {
+    const attached = await client.query<{ name: string }>({
+      name: 'wb_attached_partitions',
+      text: `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+             WHERE i.inhparent = 'messages'::regclass AND c.relname = ANY($1::text[])`,
+      values: [[...months.keys()]],
+    });
+    for (const row of attached.rows) months.delete(row.name);
+    for (const [name, start] of months) {
+      const key = `${schema}.${name}`;
+      if ((deferred.get(key) ?? 0) > Date.now()) continue;
       await client.query('BEGIN');
       try {
+        await client.query(`SET LOCAL lock_timeout = ${CREATE_LOCK_TIMEOUT_MS}`);
         await lockPartitions(client, schema);
         const exists = await client.query<{ found: string | null }>('SELECT to_regclass($1) AS found', [
           `${quoteIdent(schema)}.${quoteIdent(name)}`,
@@ -92,10 +121,13 @@ export async function ensurePartitions(
           );
         }
         await client.query('COMMIT');
-        known.add(name);
+        deferred.delete(key);
       } catch (error) {
         await client.query('ROLLBACK').catch(() => {});
-        throw error;
+        if (!(error instanceof pg.DatabaseError && error.code === LOCK_NOT_AVAILABLE)) throw error;
+        // Another session holds what attaching needs: this batch's records of the month go to the default
+        // partition, and the month is made (and they are moved into it) by a later batch.
+        deferred.set(key, Date.now() + CREATE_RETRY_MS);
       }
     }
   });

@@ -76,9 +76,6 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
     });
     return maintenancePool;
   };
-  // Month partitions this process knows exist; see ensurePartitions.
-  const partitions = new Set<string>();
-
   let closed = false;
   const store: Store = {
     engine: 'postgres',
@@ -97,13 +94,13 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
       if (replica !== primary) await replica.end();
       await maintenancePool?.end();
     },
-    async prune(cutoff) {
-      return prune(maintenance(), schema, cutoff, partitions);
+    async prune(cutoff, pruneOptions) {
+      return prune(maintenance(), schema, cutoff, pruneOptions);
     },
     ...pepperFingerprintCalls(primary),
 
     ...accounts(primary, replica),
-    ingestMessages: messageIngest(primary, schema, partitions),
+    ingestMessages: messageIngest(primary, schema),
     ingestReceipts: receiptIngest(primary),
     ...queries(replica),
 
