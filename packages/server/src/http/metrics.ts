@@ -1,6 +1,9 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Store } from '../store/store.js';
 
+export type IntakeOutcome = 'matched' | 'parked' | 'garbled' | 'ignored';
+export type IntakeCounts = Record<IntakeOutcome, number>;
+
 /**
  * The service's Prometheus metrics (CONTRACT §11), one registry per app so that tests and several apps in a
  * process never share counters. Labels hold route patterns and fixed vocabularies only: never an id, a key or
@@ -56,6 +59,34 @@ export class Metrics {
     help: 'Receipts parked until their message arrives, in the whole database',
     registers: [this.registry],
   });
+
+  readonly intakeReceipts = new Counter({
+    name: 'waybill_intake_receipts_total',
+    help: 'Receipts that arrived from carriers and gateways, by intake route name and outcome (matched, parked, garbled, ignored)',
+    labelNames: ['route', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  /** The same counts, readable at once for `GET /admin/v1/routes/{name}`. */
+  private readonly intakeTotals = new Map<string, IntakeCounts>();
+
+  /** Counts one receipt of an intake route. */
+  countIntake(route: string, outcome: IntakeOutcome): void {
+    this.intakeReceipts.inc({ route, outcome });
+    const totals = this.intakeTotals.get(route) ?? { matched: 0, parked: 0, garbled: 0, ignored: 0 };
+    totals[outcome] += 1;
+    this.intakeTotals.set(route, totals);
+  }
+
+  /** What this process counted for the route since it started (or since the route was deleted). */
+  intakeCounts(route: string): IntakeCounts {
+    return { ...(this.intakeTotals.get(route) ?? { matched: 0, parked: 0, garbled: 0, ignored: 0 }) };
+  }
+
+  /** Forgets a deleted route's counts, so that a new route of the same name starts at zero. */
+  forgetIntakeRoute(route: string): void {
+    this.intakeTotals.delete(route);
+  }
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });

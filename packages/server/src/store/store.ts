@@ -11,6 +11,7 @@ import type {
   ReceiptInput,
   ReceiptOutcome,
 } from '../domain/ingest/precedence.js';
+import type { IntakeRouteRecord } from '../domain/intake/route.js';
 import type {
   Account,
   AccountPatch,
@@ -118,6 +119,20 @@ export interface AppliedMigration {
   name: string;
 }
 
+/** Intake routes (CONTRACT §12), kept by name. Secrets arrive and leave sealed; the store never opens them. */
+export interface IntakeRouteStore {
+  /** Inserts a route; throws {@link DuplicateKeyError} when its name is taken. */
+  insertIntakeRoute(route: IntakeRouteRecord): Promise<void>;
+  /** Every route, by name. */
+  listIntakeRoutes(): Promise<IntakeRouteRecord[]>;
+  getIntakeRoute(name: string): Promise<IntakeRouteRecord | null>;
+  /** Replaces every field of the route of that name but `name`, `kind` and `createdAt`; false when none. */
+  updateIntakeRoute(route: IntakeRouteRecord): Promise<boolean>;
+  deleteIntakeRoute(name: string): Promise<boolean>;
+  /** The route whose intake token has this digest, or null. */
+  intakeRouteByTokenDigest(digest: Buffer): Promise<IntakeRouteRecord | null>;
+}
+
 /**
  * Everything the service keeps. Routes and plugins reach storage only through this interface; one
  * conformance suite (test/conformance) runs unchanged against every implementation.
@@ -125,7 +140,7 @@ export interface AppliedMigration {
  * Every method is scoped by account where data belongs to one: no call can read another account's rows.
  * Implementations throw on infrastructure failure (the caller maps that to "system error").
  */
-export interface Store {
+export interface Store extends IntakeRouteStore {
   readonly engine: 'sqlite' | 'postgres';
 
   /**

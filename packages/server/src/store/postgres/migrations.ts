@@ -240,6 +240,28 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 4,
+    name: 'intake routes',
+    sql: `
+      -- Named sources of receipts (CONTRACT §12). smpp holds the bind settings, its password apart and sealed;
+      -- token is the sealed intake token of an HTTP route and token_digest its keyed hash, the lookup key of an
+      -- adapter request.
+      CREATE TABLE intake_routes (
+        name text COLLATE "C" NOT NULL PRIMARY KEY,
+        kind text NOT NULL,
+        accounts jsonb NOT NULL,
+        timezone text NOT NULL,
+        error_map jsonb NOT NULL,
+        enabled boolean NOT NULL,
+        smpp jsonb,
+        smpp_password text,
+        token text,
+        token_digest bytea UNIQUE,
+        created_at timestamptz NOT NULL
+      );
+    `,
+  },
 ];
 
 /**

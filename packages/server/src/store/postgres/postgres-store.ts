@@ -6,6 +6,7 @@ import { DuplicateKeyError, type HistoryQuery, type Store, StoreUnavailableError
 import { withDeadlines } from './deadline.js';
 import { ingestMessagesOnce } from './ingest-messages.js';
 import { ingestReceiptsOnce } from './ingest-receipts.js';
+import { intakeRouteCalls } from './intake-routes.js';
 import { migrate } from './migrations.js';
 import * as outbox from './outbox.js';
 import { dropParkedBefore } from './parked.js';
@@ -134,6 +135,7 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
       await maintenancePool?.end();
     },
     ...pepperFingerprintCalls(primary),
+    ...intakeRouteCalls(primary),
 
     async createAccount(account: NewAccount): Promise<Account> {
       try {

@@ -17,6 +17,7 @@ import {
 import { retryingWhileBusy } from './busy.js';
 import { guardingFile } from './file-guard.js';
 import { loadMessageBatch, loadReceiptBatch, writeMessagePlan, writeReceiptPlan } from './ingest.js';
+import { intakeRouteCalls } from './intake-routes.js';
 import { migrate } from './migrations.js';
 import * as outboxOps from './outbox.js';
 import { prepareOutbox } from './outbox.js';
@@ -136,6 +137,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
       if (db.open) db.close();
     },
     ...pepperFingerprintCalls(db),
+    ...intakeRouteCalls(db),
 
     async createAccount(account: NewAccount): Promise<Account> {
       try {

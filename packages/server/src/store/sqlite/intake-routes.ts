@@ -1,0 +1,101 @@
+import Database from 'better-sqlite3';
+import type { IntakeRouteRecord, RouteKind, SmppSettings } from '../../domain/intake/route.js';
+import { DuplicateKeyError, type IntakeRouteStore } from '../store.js';
+
+interface RouteRow {
+  name: string;
+  kind: string;
+  accounts: string;
+  timezone: string;
+  error_map: string;
+  enabled: number;
+  smpp: string | null;
+  smpp_password: string | null;
+  token: string | null;
+  token_digest: Buffer | null;
+  created_at: number;
+}
+
+const COLUMNS =
+  'name, kind, accounts, timezone, error_map, enabled, smpp, smpp_password, token, token_digest, created_at';
+
+const fromRow = (row: RouteRow): IntakeRouteRecord => ({
+  name: row.name,
+  kind: row.kind as RouteKind,
+  accounts: JSON.parse(row.accounts) as string[],
+  timezone: row.timezone,
+  errorMap: JSON.parse(row.error_map) as Record<string, string>,
+  enabled: row.enabled === 1,
+  createdAt: new Date(row.created_at),
+  smpp: row.smpp === null ? null : (JSON.parse(row.smpp) as SmppSettings),
+  sealedPassword: row.smpp_password,
+  sealedToken: row.token,
+  tokenDigest: row.token_digest,
+});
+
+const toRow = (route: IntakeRouteRecord): RouteRow => ({
+  name: route.name,
+  kind: route.kind,
+  accounts: JSON.stringify(route.accounts),
+  timezone: route.timezone,
+  error_map: JSON.stringify(route.errorMap),
+  enabled: route.enabled ? 1 : 0,
+  smpp: route.smpp === null ? null : JSON.stringify(route.smpp),
+  smpp_password: route.sealedPassword,
+  token: route.sealedToken,
+  token_digest: route.tokenDigest,
+  created_at: route.createdAt.getTime(),
+});
+
+/** The store calls of intake routes (the table of migration 4). */
+export function intakeRouteCalls(db: Database.Database): IntakeRouteStore {
+  const insert = db.prepare<[RouteRow]>(
+    `INSERT INTO intake_routes (${COLUMNS}) VALUES (@name, @kind, @accounts, @timezone, @error_map, @enabled,
+       @smpp, @smpp_password, @token, @token_digest, @created_at)`,
+  );
+  const all = db.prepare<[], RouteRow>(`SELECT ${COLUMNS} FROM intake_routes ORDER BY name`);
+  const byName = db.prepare<[string], RouteRow>(`SELECT ${COLUMNS} FROM intake_routes WHERE name = ?`);
+  const byDigest = db.prepare<[Buffer], RouteRow>(
+    `SELECT ${COLUMNS} FROM intake_routes WHERE token_digest = ?`,
+  );
+  const update = db.prepare<[RouteRow]>(
+    `UPDATE intake_routes SET accounts = @accounts, timezone = @timezone, error_map = @error_map,
+       enabled = @enabled, smpp = @smpp, smpp_password = @smpp_password, token = @token,
+       token_digest = @token_digest
+     WHERE name = @name`,
+  );
+  const remove = db.prepare<[string]>('DELETE FROM intake_routes WHERE name = ?');
+  return {
+    async insertIntakeRoute(route) {
+      try {
+        insert.run(toRow(route));
+      } catch (error) {
+        if (
+          error instanceof Database.SqliteError &&
+          /^SQLITE_CONSTRAINT_(PRIMARYKEY|UNIQUE)$/.test(error.code) &&
+          error.message.includes('intake_routes.name')
+        ) {
+          throw new DuplicateKeyError(`route name ${route.name} is taken`);
+        }
+        throw error;
+      }
+    },
+    async listIntakeRoutes() {
+      return all.all().map(fromRow);
+    },
+    async getIntakeRoute(name) {
+      const row = byName.get(name);
+      return row ? fromRow(row) : null;
+    },
+    async updateIntakeRoute(route) {
+      return update.run(toRow(route)).changes > 0;
+    },
+    async deleteIntakeRoute(name) {
+      return remove.run(name).changes > 0;
+    },
+    async intakeRouteByTokenDigest(digest) {
+      const row = byDigest.get(digest);
+      return row ? fromRow(row) : null;
+    },
+  };
+}
