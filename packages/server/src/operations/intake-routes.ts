@@ -180,10 +180,8 @@ export async function rotateRouteToken(
     throw new ApiError('invalid_request', `route ${name} is an smpp route: it has no intake token`);
   }
   const token = generateIntakeToken();
-  const next: IntakeRouteRecord = {
-    ...current,
-    sealedToken: sealSecret(pepper, token),
-    tokenDigest: intakeTokenDigest(pepper, token),
-  };
-  return (await store.updateIntakeRoute(next)) ? { route: next, token } : null;
+  const sealedToken = sealSecret(pepper, token);
+  const tokenDigest = intakeTokenDigest(pepper, token);
+  if (!(await store.setIntakeRouteToken(name, sealedToken, tokenDigest))) return null;
+  return { route: { ...current, sealedToken, tokenDigest }, token };
 }

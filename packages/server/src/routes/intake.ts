@@ -129,6 +129,8 @@ export async function intakeRoutes(app: FastifyInstance, ctx: AppContext): Promi
     const handler = async (request: FastifyRequest) => {
       const params = readParams(request);
       const route = await routeOfToken(ctx, params.token, adapter.kind);
+      // HEAD (which Fastify serves with the GET handler) tells whether the request would be taken, and writes nothing.
+      if (request.method === 'HEAD') return adapter.answer;
       const translated = adapter.translate(params, ctx.now(), route);
       await applyIntakeReceipt(ctx, route, translated, params);
       return adapter.answer;

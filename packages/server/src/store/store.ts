@@ -126,8 +126,16 @@ export interface IntakeRouteStore {
   /** Every route, by name. */
   listIntakeRoutes(): Promise<IntakeRouteRecord[]>;
   getIntakeRoute(name: string): Promise<IntakeRouteRecord | null>;
-  /** Replaces every field of the route of that name but `name`, `kind` and `createdAt`; false when none. */
+  /**
+   * Replaces the settings of the route of that name (not `name`, `kind`, `createdAt` nor its token); false when
+   * there is none.
+   */
   updateIntakeRoute(route: IntakeRouteRecord): Promise<boolean>;
+  /**
+   * Replaces the route's token alone, so that no concurrent change of its settings can write an old token back;
+   * false when there is no such route.
+   */
+  setIntakeRouteToken(name: string, sealedToken: string, tokenDigest: Buffer): Promise<boolean>;
   deleteIntakeRoute(name: string): Promise<boolean>;
   /** The route whose intake token has this digest, or null. */
   intakeRouteByTokenDigest(digest: Buffer): Promise<IntakeRouteRecord | null>;

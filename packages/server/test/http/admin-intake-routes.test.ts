@@ -143,6 +143,23 @@ describe.each(engines())('$name operator API: intake routes', (engine) => {
     expectProblem(res, 401, 'unauthorized');
   });
 
+  it('rotating the token keeps the settings, and changing the settings keeps the token', async () => {
+    await h().admin('POST', '/admin/v1/routes', { name: 'k', kind: 'kannel' });
+    const before = await h().store.getIntakeRoute('k');
+    await h().admin('PATCH', '/admin/v1/routes/k', { timezone: 'Asia/Tokyo' });
+    expect((await h().store.getIntakeRoute('k'))?.tokenDigest).toStrictEqual(before?.tokenDigest);
+    const rotated = await h().admin('POST', '/admin/v1/routes/k/token');
+    expect(rotated.json()).toMatchObject({
+      name: 'k',
+      timezone: 'Asia/Tokyo',
+      token: expect.stringMatching(TOKEN),
+    });
+    const after = await h().store.getIntakeRoute('k');
+    expect(after?.tokenDigest).not.toStrictEqual(before?.tokenDigest);
+    expect(after?.sealedToken).toMatch(/^sealed:v1:/);
+    expect(after?.timezone).toBe('Asia/Tokyo');
+  });
+
   it('deletes a route', async () => {
     await h().admin('POST', '/admin/v1/routes', { name: 'gone', kind: 'kannel' });
     expect((await h().admin('DELETE', '/admin/v1/routes/gone')).statusCode).toBe(204);

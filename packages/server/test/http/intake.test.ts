@@ -129,6 +129,13 @@ describe.each(engines())('$name intake adapters', (engine) => {
     expectText(await kannel({ ...ok, token: 'wbi_00000000000000000000000000000000' }), 401);
     expectText(await kannel({ ...ok, token: 'nonsense' }), 401);
     expectText(await kannel({ ...ok, token: jasminToken }), 401);
+    // HEAD says whether the request would be taken, and writes nothing.
+    const head = await h().inject({
+      method: 'HEAD',
+      url: `/intake/v1/kannel?${new URLSearchParams({ ...ok, token })}`,
+    });
+    expect(head.statusCode).toBe(200);
+    expect((await dlr('sms-1'))[0]).not.toHaveProperty('drStatuscode');
     expectText(await kannel({ ...ok, token }), 200, 'OK');
 
     const rotated = await h().admin('POST', '/admin/v1/routes/k/token');

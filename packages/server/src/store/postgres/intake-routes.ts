@@ -85,9 +85,17 @@ export function intakeRouteCalls(pool: pg.Pool): IntakeRouteStore {
       const result = await pool.query({
         name: 'wb_update_intake_route',
         text: `UPDATE intake_routes SET accounts = $2::jsonb, timezone = $3, error_map = $4::jsonb, enabled = $5,
-                 smpp = $6::jsonb, smpp_password = $7, token = $8, token_digest = $9
+                 smpp = $6::jsonb, smpp_password = $7
                WHERE name = $1`,
-        values: [route.name, ...values(route).slice(2, 10)],
+        values: [route.name, ...values(route).slice(2, 8)],
+      });
+      return (result.rowCount ?? 0) > 0;
+    },
+    async setIntakeRouteToken(name, sealedToken, tokenDigest) {
+      const result = await pool.query({
+        name: 'wb_set_intake_route_token',
+        text: 'UPDATE intake_routes SET token = $2, token_digest = $3 WHERE name = $1',
+        values: [name, sealedToken, tokenDigest],
       });
       return (result.rowCount ?? 0) > 0;
     },

@@ -60,9 +60,11 @@ export function intakeRouteCalls(db: Database.Database): IntakeRouteStore {
   );
   const update = db.prepare<[RouteRow]>(
     `UPDATE intake_routes SET accounts = @accounts, timezone = @timezone, error_map = @error_map,
-       enabled = @enabled, smpp = @smpp, smpp_password = @smpp_password, token = @token,
-       token_digest = @token_digest
+       enabled = @enabled, smpp = @smpp, smpp_password = @smpp_password
      WHERE name = @name`,
+  );
+  const setToken = db.prepare<[string, Buffer, string]>(
+    'UPDATE intake_routes SET token = ?, token_digest = ? WHERE name = ?',
   );
   const remove = db.prepare<[string]>('DELETE FROM intake_routes WHERE name = ?');
   return {
@@ -89,6 +91,9 @@ export function intakeRouteCalls(db: Database.Database): IntakeRouteStore {
     },
     async updateIntakeRoute(route) {
       return update.run(toRow(route)).changes > 0;
+    },
+    async setIntakeRouteToken(name, sealedToken, tokenDigest) {
+      return setToken.run(sealedToken, tokenDigest, name).changes > 0;
     },
     async deleteIntakeRoute(name) {
       return remove.run(name).changes > 0;
