@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { BIND_TYPES, type IntakeRouteRecord, ROUTE_KINDS } from '../domain/intake/route.js';
 import type { IntakeCounts } from './metrics.js';
-import { enumOf, type NamedSchema, Timestamp } from './schemas.js';
+import { enumOf, type NamedSchema, ref, Timestamp } from './schemas.js';
 
 /** Wire schemas of the operator API's intake routes (CONTRACT §12), and the route as it is shown. */
 
@@ -111,7 +111,7 @@ export const RouteDetailSchema = Type.Object(
   },
 );
 export const RouteListSchema = Type.Object(
-  { routes: Type.Array(Type.Unsafe({ $ref: 'IntakeRoute#' })) },
+  { routes: Type.Array(ref(RouteSchema)) },
   { $id: 'IntakeRouteList', description: 'Every route, by name' },
 );
 

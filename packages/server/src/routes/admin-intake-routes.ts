@@ -26,7 +26,7 @@ import {
 import { createRoute, rotateRouteToken, updateRoute } from '../operations/intake-routes.js';
 
 const nameOf = (request: { params: unknown }) => (request.params as { name: string }).name;
-const noRoute = (name: string) => new ApiError('not_found', `no route ${name}`);
+const noRoute = (name: string) => new ApiError('not_found', `no intake route ${name}`);
 
 const duplicateName = {
   409: response('conflict: a route of that name exists already', ref(ProblemSchema), {

@@ -84,7 +84,7 @@ describe('waybill routes', () => {
     expect((await run(['routes', 'remove', 'smsc-1'], env())).code).toBe(0);
     const gone = await run(['routes', 'show', 'smsc-1'], env());
     expect(gone.code).toBe(1);
-    expect(gone.stderr).toContain('no route smsc-1');
+    expect(gone.stderr).toContain('no intake route smsc-1');
   });
 
   it('refuses bad usage with exit 2 and API refusals with exit 1', async () => {
