@@ -67,6 +67,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly smppBindUp = new Gauge({
+    name: 'waybill_smpp_bind_up',
+    help: 'Whether this process holds a bound SMPP session for the route (1) or not (0); this version makes no binds',
+    labelNames: ['route'] as const,
+    registers: [this.registry],
+  });
+
   /** The same counts, readable at once for `GET /admin/v1/routes/{name}`. */
   private readonly intakeTotals = new Map<string, IntakeCounts>();
 
@@ -124,6 +131,9 @@ export class Metrics {
       this.callbackQueue.set({ state: 'pending' }, stats.pending);
       this.callbackQueue.set({ state: 'dead' }, stats.dead);
       this.parkedReceipts.set(stats.parked);
+      const smpp = (await store.listIntakeRoutes()).filter((route) => route.kind === 'smpp');
+      this.smppBindUp.reset();
+      for (const route of smpp) this.smppBindUp.set({ route: route.name }, 0);
     } catch {
       // Reported by /readyz and the 503s; metrics stay available.
     }

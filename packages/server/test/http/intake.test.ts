@@ -203,6 +203,13 @@ describe.each(engines())('$name intake adapters', (engine) => {
     expect(metrics.body).toContain('waybill_intake_receipts_total{route="k",outcome="parked"} 1');
     expect(metrics.body).toContain('waybill_intake_receipts_total{route="k",outcome="garbled"} 1');
     expect(metrics.body).not.toContain(token);
+    // No SMPP binds in this version: an SMPP route is reported down.
+    await h().admin('POST', '/admin/v1/routes', {
+      name: 'smsc-1',
+      kind: 'smpp',
+      smpp: { host: 'smsc.example', port: 2775, systemId: 'wb', password: 'pw' },
+    });
+    expect((await h().admin('GET', '/metrics')).body).toContain('waybill_smpp_bind_up{route="smsc-1"} 0');
   });
 });
 
