@@ -125,6 +125,16 @@ export async function routeOfToken(
   return route;
 }
 
+/** How many unreadable receipts are kept per route (CONTRACT §12). */
+export const KEEP_GARBLED = 1000;
+
+/** What arrived, as the query string of its parameters, without the token; at most 4 KiB. */
+function garbledText(params: Record<string, string>): string {
+  const { token: _token, ...rest } = params;
+  const text = new URLSearchParams(rest).toString();
+  return text.length > 4096 ? `${text.slice(0, 4095)}…` : text;
+}
+
 /** Said until carrier ids can be correlated with recipients (CONTRACT §12 "Correlation"). */
 export const NO_CORRELATION =
   'carrierId correlation is not available yet; name the recipient with account, messageid and to';
@@ -141,6 +151,12 @@ export async function applyIntakeReceipt(
   params: Record<string, string>,
 ): Promise<'matched' | 'parked' | 'ignored'> {
   if (translated.kind === 'garbled') {
+    // Kept for the operator before the refusal: if it cannot be kept (503), the gateway sends it again.
+    await ctx.store.recordGarbledIntake(
+      route.name,
+      { at: ctx.now(), text: garbledText(params), pdu: null },
+      KEEP_GARBLED,
+    );
     ctx.metrics.countIntake(route.name, 'garbled');
     throw new IntakeRefusal(400, `the receipt cannot be read: ${translated.reason}`);
   }

@@ -115,6 +115,23 @@ export const RouteListSchema = Type.Object(
   { $id: 'IntakeRouteList', description: 'Every route, by name' },
 );
 
+export const GarbledListSchema = Type.Object(
+  {
+    garbled: Type.Array(
+      Type.Object({
+        at: Timestamp,
+        text: Type.String({
+          description: 'What arrived: an HTTP adapter’s parameters (without the token) as a query string',
+        }),
+        pdu: Type.Union([Type.String(), Type.Null()], {
+          description: 'SMPP: the PDU in hex; null over HTTP',
+        }),
+      }),
+    ),
+  },
+  { $id: 'IntakeGarbledList', description: 'The last 1,000 unreadable receipts of a route, newest first' },
+);
+
 export const CreateRouteBody = Type.Object(
   {
     name,
@@ -184,6 +201,7 @@ export const ROUTE_SCHEMAS: readonly NamedSchema[] = [
   RouteWithTokenSchema,
   RouteDetailSchema,
   RouteListSchema,
+  GarbledListSchema,
   CreateRouteBody,
   PatchRouteBody,
 ];

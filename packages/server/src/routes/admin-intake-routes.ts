@@ -2,8 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../domain/errors.js';
+import { KEEP_GARBLED } from '../http/intake-adapter.js';
 import {
   CreateRouteBody,
+  GarbledListSchema,
   PatchRouteBody,
   RouteDetailSchema,
   RouteListSchema,
@@ -169,4 +171,28 @@ export async function adminIntakeRoutes(app: FastifyInstance, ctx: AppContext): 
     },
   );
   methodNotAllowed(app, '/routes/:name/token', ['POST']);
+
+  app.get(
+    '/routes/:name/garbled',
+    {
+      schema: {
+        operationId: 'listGarbledReceipts',
+        summary: 'The last 1,000 receipts the route could not read, newest first',
+        tags,
+        security,
+        params: RouteNameParams,
+        response: {
+          200: response('The unreadable receipts', ref(GarbledListSchema)),
+          ...adminProblems([404]),
+        },
+      },
+    },
+    async (request) => {
+      const name = nameOf(request);
+      if (!(await ctx.store.getIntakeRoute(name))) throw noRoute(name);
+      const garbled = await ctx.store.listGarbledIntake(name, KEEP_GARBLED);
+      return { garbled: garbled.map((g) => ({ ...g, at: g.at.toISOString() })) };
+    },
+  );
+  methodNotAllowed(app, '/routes/:name/garbled', ['GET']);
 }

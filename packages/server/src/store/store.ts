@@ -136,9 +136,21 @@ export interface IntakeRouteStore {
    * false when there is no such route.
    */
   setIntakeRouteToken(name: string, sealedToken: string, tokenDigest: Buffer): Promise<boolean>;
+  /** Deletes the route and the unreadable receipts kept for it. */
   deleteIntakeRoute(name: string): Promise<boolean>;
   /** The route whose intake token has this digest, or null. */
   intakeRouteByTokenDigest(digest: Buffer): Promise<IntakeRouteRecord | null>;
+  /** Keeps an unreadable receipt of the route, and only the newest `keep` of them. */
+  recordGarbledIntake(route: string, entry: GarbledIntake, keep: number): Promise<void>;
+  /** The route's kept unreadable receipts, newest first. */
+  listGarbledIntake(route: string, limit: number): Promise<GarbledIntake[]>;
+}
+
+/** An unreadable receipt as it arrived: its text and, from SMPP, the PDU in hex. */
+export interface GarbledIntake {
+  at: Date;
+  text: string;
+  pdu: string | null;
 }
 
 /**

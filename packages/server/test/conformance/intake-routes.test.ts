@@ -84,4 +84,24 @@ describe.each(engines())('$name store: intake routes', (engine) => {
     expect(await store().deleteIntakeRoute('kannel-eu')).toBe(false);
     expect(await store().intakeRouteByTokenDigest(Buffer.alloc(32, 1))).toBeNull();
   });
+
+  it('keeps the newest unreadable receipts of a route, and drops them with the route', async () => {
+    await store().insertIntakeRoute(route());
+    await store().insertIntakeRoute(route({ name: 'other', tokenDigest: Buffer.alloc(32, 7) }));
+    for (let i = 1; i <= 4; i++) {
+      await store().recordGarbledIntake(
+        'kannel-eu',
+        { at: new Date(NOW.getTime() + i), text: `t${i}`, pdu: null },
+        3,
+      );
+    }
+    await store().recordGarbledIntake('other', { at: NOW, text: 'x', pdu: '0001' }, 3);
+    expect(await store().listGarbledIntake('kannel-eu', 10)).toStrictEqual(
+      [4, 3, 2].map((i) => ({ at: new Date(NOW.getTime() + i), text: `t${i}`, pdu: null })),
+    );
+    expect(await store().listGarbledIntake('kannel-eu', 1)).toHaveLength(1);
+    await store().deleteIntakeRoute('kannel-eu');
+    expect(await store().listGarbledIntake('kannel-eu', 10)).toStrictEqual([]);
+    expect(await store().listGarbledIntake('other', 10)).toStrictEqual([{ at: NOW, text: 'x', pdu: '0001' }]);
+  });
 });

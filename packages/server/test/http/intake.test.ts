@@ -166,6 +166,17 @@ describe.each(engines())('$name intake adapters', (engine) => {
     const direct = { token, account: acct.id, messageid: 'sms-1', to: ALICE };
     expectText(await kannel({ ...direct, type: '99' }), 400, /cannot be read: no state that maps/);
     expect(await counts('k')).toMatchObject({ garbled: 1 });
+    const garbled = await h().admin('GET', '/admin/v1/routes/k/garbled');
+    expect(garbled.statusCode, garbled.body).toBe(200);
+    expect(garbled.json()).toStrictEqual({
+      garbled: [
+        {
+          at: expect.any(String),
+          text: `account=${acct.id}&messageid=sms-1&to=${ALICE}&type=99`,
+          pdu: null,
+        },
+      ],
+    });
     expectText(
       await kannel({ token, type: '1', carrierId: 'abc' }),
       400,

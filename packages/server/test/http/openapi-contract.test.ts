@@ -442,6 +442,9 @@ async function recordEveryOperation(
       payload: `id=j-1&message_status=DELIVRD&level=2&donedate=2611220901&err=000&${direct}`,
     }),
   );
+  await get('intakeKannel', `/intake/v1/kannel?token=${kannelToken}&type=99&${direct}`, {});
+  await admin('listGarbledReceipts', 'GET', '/admin/v1/routes/kannel-1/garbled');
+  await admin('listGarbledReceipts', 'GET', '/admin/v1/routes/nope/garbled');
   await admin('deleteRoute', 'DELETE', '/admin/v1/routes/kannel-1');
   await admin('deleteRoute', 'DELETE', '/admin/v1/routes/kannel-1');
   void jasmin;

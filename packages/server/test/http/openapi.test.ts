@@ -50,6 +50,7 @@ const OPERATOR: [string, string][] = [
   ['patch', '/admin/v1/routes/{name}'],
   ['delete', '/admin/v1/routes/{name}'],
   ['post', '/admin/v1/routes/{name}/token'],
+  ['get', '/admin/v1/routes/{name}/garbled'],
 ];
 const QUERY_PARAMETERS = ['messageIds', 'channel', 'channelUserId', 'contactId', 'size', 'cursor'];
 

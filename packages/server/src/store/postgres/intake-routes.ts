@@ -100,12 +100,31 @@ export function intakeRouteCalls(pool: pg.Pool): IntakeRouteStore {
       return (result.rowCount ?? 0) > 0;
     },
     async deleteIntakeRoute(name) {
+      // One statement: the route and its kept receipts go together.
       const result = await pool.query({
         name: 'wb_delete_intake_route',
-        text: 'DELETE FROM intake_routes WHERE name = $1',
+        text: `WITH garbled AS (DELETE FROM intake_garbled WHERE route = $1)
+               DELETE FROM intake_routes WHERE name = $1`,
         values: [name],
       });
       return (result.rowCount ?? 0) > 0;
+    },
+    async recordGarbledIntake(route, entry, keep) {
+      await pool.query({
+        name: 'wb_record_garbled_intake',
+        text: `WITH added AS (INSERT INTO intake_garbled (route, at, text, pdu) VALUES ($1, $2, $3, $4))
+               DELETE FROM intake_garbled WHERE route = $1 AND id <= (
+                 SELECT id FROM intake_garbled WHERE route = $1 ORDER BY id DESC LIMIT 1 OFFSET $5)`,
+        values: [route, entry.at.toISOString(), entry.text, entry.pdu, keep - 1],
+      });
+    },
+    async listGarbledIntake(route, limit) {
+      const result = await pool.query<{ at: Date; text: string; pdu: string | null }>({
+        name: 'wb_garbled_intake',
+        text: 'SELECT at, text, pdu FROM intake_garbled WHERE route = $1 ORDER BY id DESC LIMIT $2',
+        values: [route, limit],
+      });
+      return result.rows.map((row) => ({ at: row.at, text: row.text, pdu: row.pdu }));
     },
     async intakeRouteByTokenDigest(digest) {
       return one('wb_intake_route_by_token', `SELECT ${COLUMNS} FROM intake_routes WHERE token_digest = $1`, [

@@ -260,6 +260,16 @@ export const MIGRATIONS: readonly Migration[] = [
         token_digest bytea UNIQUE,
         created_at timestamptz NOT NULL
       );
+
+      -- The last unreadable receipts of each route, for the operator (GET /admin/v1/routes/{name}/garbled).
+      CREATE TABLE intake_garbled (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        route text COLLATE "C" NOT NULL,
+        at timestamptz NOT NULL,
+        text text NOT NULL,
+        pdu text
+      );
+      CREATE INDEX intake_garbled_route ON intake_garbled (route, id);
     `,
   },
 ];

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import type { IntakeRouteRecord, RouteKind, SmppSettings } from '../../domain/intake/route.js';
-import { DuplicateKeyError, type IntakeRouteStore } from '../store.js';
+import { DuplicateKeyError, type GarbledIntake, type IntakeRouteStore } from '../store.js';
 
 interface RouteRow {
   name: string;
@@ -66,7 +66,26 @@ export function intakeRouteCalls(db: Database.Database): IntakeRouteStore {
   const setToken = db.prepare<[string, Buffer, string]>(
     'UPDATE intake_routes SET token = ?, token_digest = ? WHERE name = ?',
   );
-  const remove = db.prepare<[string]>('DELETE FROM intake_routes WHERE name = ?');
+  const removeRoute = db.prepare<[string]>('DELETE FROM intake_routes WHERE name = ?');
+  const removeGarbled = db.prepare<[string]>('DELETE FROM intake_garbled WHERE route = ?');
+  const remove = db.transaction((name: string) => {
+    removeGarbled.run(name);
+    return removeRoute.run(name).changes > 0;
+  });
+  const insertGarbled = db.prepare<[string, number, string, string | null]>(
+    'INSERT INTO intake_garbled (route, at, text, pdu) VALUES (?, ?, ?, ?)',
+  );
+  const trimGarbled = db.prepare<{ route: string; keep: number }>(
+    `DELETE FROM intake_garbled WHERE route = @route AND id <= (
+       SELECT id FROM intake_garbled WHERE route = @route ORDER BY id DESC LIMIT 1 OFFSET @keep)`,
+  );
+  const record = db.transaction((route: string, entry: GarbledIntake, keep: number) => {
+    insertGarbled.run(route, entry.at.getTime(), entry.text, entry.pdu);
+    trimGarbled.run({ route, keep });
+  });
+  const garbled = db.prepare<[string, number], { at: number; text: string; pdu: string | null }>(
+    'SELECT at, text, pdu FROM intake_garbled WHERE route = ? ORDER BY id DESC LIMIT ?',
+  );
   return {
     async insertIntakeRoute(route) {
       try {
@@ -96,7 +115,13 @@ export function intakeRouteCalls(db: Database.Database): IntakeRouteStore {
       return setToken.run(sealedToken, tokenDigest, name).changes > 0;
     },
     async deleteIntakeRoute(name) {
-      return remove.run(name).changes > 0;
+      return remove.immediate(name);
+    },
+    async recordGarbledIntake(route, entry, keep) {
+      record.immediate(route, entry, keep);
+    },
+    async listGarbledIntake(route, limit) {
+      return garbled.all(route, limit).map((row) => ({ at: new Date(row.at), text: row.text, pdu: row.pdu }));
     },
     async intakeRouteByTokenDigest(digest) {
       const row = byDigest.get(digest);

@@ -222,6 +222,16 @@ export const MIGRATIONS: readonly Migration[] = [
         token_digest BLOB UNIQUE,
         created_at INTEGER NOT NULL
       ) WITHOUT ROWID, STRICT;
+
+      -- The last unreadable receipts of each route, for the operator (GET /admin/v1/routes/{name}/garbled).
+      CREATE TABLE intake_garbled (
+        id INTEGER PRIMARY KEY,
+        route TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        pdu TEXT
+      ) STRICT;
+      CREATE INDEX intake_garbled_route ON intake_garbled (route, id);
     `,
   },
 ];
