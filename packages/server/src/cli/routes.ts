@@ -18,7 +18,7 @@ import { EXIT } from './options.js';
 
 export const ROUTES_USAGE = `waybill routes list [--json]
 waybill routes add <name> --kind smpp|kannel|jasmin [settings] [--json]
-waybill routes show|remove|token <name> [--json]
+waybill routes show|remove|token|garbled <name> [--json]
 waybill routes set <name> [settings] [--json]`;
 
 const USAGE = `Usage:
@@ -28,6 +28,7 @@ const USAGE = `Usage:
   waybill routes set <name> [settings] [--json]
   waybill routes remove <name>
   waybill routes token <name> [--json]
+  waybill routes garbled <name> [--json]
 
 The intake routes (sources of receipts), through the running server's operator API (/admin/v1). The admin
 token is read from $WAYBILL_ADMIN_TOKEN and an SMPP password from $WAYBILL_SMPP_PASSWORD only (never a flag,
@@ -39,6 +40,7 @@ so they stay out of shell history and ps). A kannel or jasmin route's token is p
   set       change the given settings
   remove    delete a route; its token stops working at once
   token     give a kannel or jasmin route a new token (the old one stops working) and print it
+  garbled   the last 1,000 receipts the route could not read, newest first
 
 Settings:
   --account ID            an account the route may touch (repeat it); none = any account
@@ -89,6 +91,12 @@ interface Route {
   token?: string;
   counts?: Record<string, number>;
   status?: { state: string; since: string | null; lastError: string | null; heldBy: string | null };
+}
+
+interface Garbled {
+  at: string;
+  text: string;
+  pdu: string | null;
 }
 
 function parseRoutesArgs(args: string[]) {
@@ -148,8 +156,9 @@ export async function routesCommand(args: string[]): Promise<number> {
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
   const [action, name, ...extra] = positionals;
-  if (action === undefined) return usageError('say what to do: list, add, show, set, remove or token', USAGE);
-  if (!['list', 'add', 'show', 'set', 'remove', 'token'].includes(action))
+  if (action === undefined)
+    return usageError('say what to do: list, add, show, set, remove, token or garbled', USAGE);
+  if (!['list', 'add', 'show', 'set', 'remove', 'token', 'garbled'].includes(action))
     return usageError(`unknown routes action "${action}"`, USAGE);
   if (extra.length > 0) return usageError(`unexpected argument: ${extra[0]}`, USAGE);
   if (action === 'list' && name !== undefined) return usageError(`unexpected argument: ${name}`, USAGE);
@@ -217,6 +226,11 @@ export async function routesCommand(args: string[]): Promise<number> {
         print(values.json, { removed: name }, () => `Route ${name} removed; its token no longer works.\n`);
         return EXIT.ok;
       }
+      case 'garbled': {
+        const list = await api.request<{ garbled: Garbled[] }>('GET', `${path}/garbled`);
+        print(values.json, list, () => renderGarbled(list.garbled));
+        return EXIT.ok;
+      }
       default: {
         const route = await api.request<Route>('POST', `${path}/token`);
         print(values.json, route, () => tokenLine(route));
@@ -281,6 +295,14 @@ function renderRoute(r: Route): string {
   }
   const width = Math.max(...fields.map(([label]) => label.length));
   return fields.map(([label, value]) => `${`${label}:`.padEnd(width + 2)}${cell(value)}\n`).join('');
+}
+
+function renderGarbled(garbled: Garbled[]): string {
+  if (garbled.length === 0) return 'No unreadable receipts.\n';
+  return renderTable(
+    ['AT (UTC)', 'TEXT', 'PDU'],
+    garbled.map((g) => [g.at, g.text, g.pdu ?? '-']),
+  );
 }
 
 const tokenLine = (r: Route) =>

@@ -24,7 +24,8 @@ afterAll(async () => {
   killAll();
 });
 
-describe('waybill routes', () => {
+// Each test runs the CLI several times, a process each: generous on a busy machine.
+describe('waybill routes', { timeout: 60_000 }, () => {
   it('adds a kannel route and prints its token once; the token works at the adapter and rotates', async () => {
     const added = await run(
       ['routes', 'add', 'kannel-eu', '--kind', 'kannel', '--timezone', 'Europe/Berlin'],
@@ -48,6 +49,10 @@ describe('waybill routes', () => {
     expect(old.status).toBe(401);
     const now = await fetch(`${server.url}/intake/v1/kannel?token=${fresh}&type=1&carrierId=x`);
     expect(now.status).toBe(400);
+    await fetch(`${server.url}/intake/v1/kannel?token=${fresh}&type=99&reply=junk`);
+    const garbled = await run(['routes', 'garbled', 'kannel-eu'], env());
+    expect(garbled.code, garbled.stderr).toBe(0);
+    expect(garbled.stdout).toContain('type=99&reply=junk');
     expect(server.output()).not.toContain(fresh);
   });
 
