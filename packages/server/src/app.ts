@@ -17,6 +17,7 @@ import { registerDeprecationHeaders } from './http/deprecation.js';
 import { DOCS_BRANDING } from './http/docs-theme.js';
 import { registerDrainHeaders } from './http/drain.js';
 import { registerErrorHandling } from './http/error-handling.js';
+import { ROUTE_SCHEMAS } from './http/intake-routes.js';
 import { registerJsonBody } from './http/json-body.js';
 import {
   answerUnmetExpectations,
@@ -32,9 +33,11 @@ import { type NamedSchema, SHARED_SCHEMAS } from './http/schemas.js';
 import { adminAccountRoutes } from './routes/admin-accounts.js';
 import { adminCallbackRoutes, DELIVERY_SCHEMAS } from './routes/admin-callbacks.js';
 import { adminIngestRoutes, INGEST_SCHEMAS } from './routes/admin-ingest.js';
+import { adminIntakeRoutes } from './routes/admin-intake-routes.js';
 import { contactMessagesV1Routes, V1_PATH } from './routes/contact-messages-v1.js';
 import { dlrRoutes } from './routes/dlr.js';
 import { healthRoutes } from './routes/health.js';
+import { intakeRoutes } from './routes/intake.js';
 import { messagesRoutes } from './routes/messages.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { receiptsRoutes } from './routes/receipts.js';
@@ -89,8 +92,10 @@ const OPENAPI_TAGS = [
   { name: 'receipts', description: 'The receipt feed: every applied receipt, for reconciliation' },
   {
     name: 'operator',
-    description: 'The write side (/admin/v1), enabled by WAYBILL_ADMIN_TOKEN: accounts, ingest, deliveries',
+    description:
+      'The write side (/admin/v1), enabled by WAYBILL_ADMIN_TOKEN: accounts, ingest, deliveries, intake routes',
   },
+  { name: 'intake', description: 'Receipts from the provider’s gateways (Kannel, Jasmin), by intake route' },
   { name: 'operations', description: 'Health, readiness and metrics' },
 ];
 
@@ -187,6 +192,12 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
             name: 'secret',
             description: 'The account secret (8 letters and digits); used together with `key`',
           },
+          intakeToken: {
+            type: 'apiKey',
+            in: 'query',
+            name: 'token',
+            description: 'An intake route’s token (wbi_ + 32 base64url characters)',
+          },
           ...(config.adminToken
             ? { adminToken: { type: 'http', scheme: 'bearer', description: 'WAYBILL_ADMIN_TOKEN' } }
             : {}),
@@ -227,15 +238,17 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   await app.register(contactMessagesV1Routes, ctx);
   await app.register(messagesRoutes, ctx);
   await app.register(receiptsRoutes, ctx);
+  await app.register(intakeRoutes, ctx);
   const adminToken = config.adminToken;
   if (adminToken) {
     await app.register(
       async (admin) => {
         requireAdminToken(admin, adminToken);
-        addSchemas(admin, [...ACCOUNT_SCHEMAS, ...INGEST_SCHEMAS, ...DELIVERY_SCHEMAS]);
+        addSchemas(admin, [...ACCOUNT_SCHEMAS, ...INGEST_SCHEMAS, ...DELIVERY_SCHEMAS, ...ROUTE_SCHEMAS]);
         await admin.register(adminAccountRoutes, ctx);
         await admin.register(adminIngestRoutes, ctx);
         await admin.register(adminCallbackRoutes, ctx);
+        await admin.register(adminIntakeRoutes, ctx);
       },
       { prefix: '/admin/v1' },
     );

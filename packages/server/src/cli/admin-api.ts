@@ -3,7 +3,7 @@ import { usageError } from './client-commands.js';
 
 /**
  * The operator API (`/admin/v1`) of a running server, for the operator commands (`waybill deliveries`,
- * `waybill ingest`): where it is, its token, and requests whose failures print and exit like the client
+ * `waybill ingest`, `waybill routes`): where it is, its token, and requests whose failures print and exit like the client
  * commands'.
  */
 
@@ -43,12 +43,17 @@ export class AdminApi {
     this.#timeoutMs = timeoutMs;
   }
 
-  request<T>(method: 'GET' | 'POST' | 'PATCH', path: string, body?: unknown): Promise<T> {
+  /** The parsed JSON answer; `undefined` for a 204 (a DELETE). */
+  request<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
     return this.requestJson(method, path, body === undefined ? undefined : JSON.stringify(body));
   }
 
   /** A request whose body is JSON text already (ingest measures each batch's bytes before it sends it). */
-  async requestJson<T>(method: 'GET' | 'POST' | 'PATCH', path: string, json: string | undefined): Promise<T> {
+  async requestJson<T>(
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    path: string,
+    json: string | undefined,
+  ): Promise<T> {
     const where = `${new URL(this.#base).origin}/admin/v1${path.split('?')[0]}`;
     const headers: Record<string, string> = {
       authorization: `Bearer ${this.#token}`,
@@ -73,6 +78,7 @@ export class AdminApi {
         cause: err,
       });
     }
+    if (response.status === 204) return undefined as T;
     let parsed: unknown;
     try {
       parsed = text === '' ? undefined : JSON.parse(text);
@@ -108,7 +114,7 @@ export function adminHint(err: unknown): void {
   const api = err as Partial<ApiError>;
   if (api.status === 401) {
     process.stderr.write('waybill: check WAYBILL_ADMIN_TOKEN: it must be the token the server runs with.\n');
-  } else if (api.status === 404 && typeof api.descr === 'string' && api.descr.startsWith('no route')) {
+  } else if (api.status === 404 && typeof api.descr === 'string' && api.descr.startsWith('no route for')) {
     process.stderr.write(
       'waybill: the server has no such operator route: is WAYBILL_ADMIN_TOKEN set on the server (without it every /admin path is 404)?\n',
     );

@@ -10,6 +10,7 @@ import { MIGRATE_HELP, MIGRATE_USAGE, migrateCommand } from './migrate.js';
 import { EXIT, helpRows, StartupError, settingRows, UsageError, wantsHelp } from './options.js';
 import { PRUNE_HELP, PRUNE_USAGE, pruneCommand } from './prune.js';
 import { receiptsCommand } from './receipts.js';
+import { ROUTES_USAGE, routesCommand } from './routes.js';
 import { SERVE_USAGE, serveCommand } from './serve.js';
 import { unknownOptionMessage, unknownWord } from './suggest.js';
 
@@ -33,6 +34,7 @@ Client (WAYBILL_URL, WAYBILL_KEY, WAYBILL_SECRET or --url, --key, --secret):
 Operator API of a running server (--url or WAYBILL_URL, and WAYBILL_ADMIN_TOKEN):
   ${INGEST_USAGE.split('\n').join('\n  ')}
   ${DELIVERIES_USAGE.split('\n').join('\n  ')}
+  ${ROUTES_USAGE.split('\n').join('\n  ')}
 
 waybill <command> --help shows a command's options; waybill --version its version.
 Exit codes: 0 success, 1 the API answered with an error, 2 bad usage, 3 the server could not be reached.
@@ -58,6 +60,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   receipts: receiptsCommand,
   deliveries: deliveriesCommand,
   ingest: ingestCommand,
+  routes: routesCommand,
 };
 
 /**

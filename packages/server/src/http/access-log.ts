@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 
-const CREDENTIAL_PARAMS = new Set(['key', 'secret']);
+// `token`: the intake token of a gateway route (CONTRACT §12).
+const CREDENTIAL_PARAMS = new Set(['key', 'secret', 'token']);
 
-/** True when a raw `name=value` query pair is `key` or `secret`, however its name was percent-encoded. */
+/** True when a raw `name=value` query pair is `key`, `secret` or `token`, however its name was percent-encoded. */
 export function isCredentialPair(pair: string): boolean {
   const eq = pair.indexOf('=');
   const rawName = eq < 0 ? pair : pair.slice(0, eq);
@@ -14,7 +15,7 @@ export function isCredentialPair(pair: string): boolean {
   }
 }
 
-/** The URL with the values of `key` and `secret` replaced, for logs. */
+/** The URL with the values of `key`, `secret` and `token` replaced, for logs. */
 export function redactUrl(url: string): string {
   const q = url.indexOf('?');
   if (q < 0) return url;

@@ -1,5 +1,8 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { OutboxStore } from '../store/store.js';
+import type { IntakeRouteStore, OutboxStore } from '../store/store.js';
+
+export type IntakeOutcome = 'matched' | 'parked' | 'garbled' | 'ignored';
+export type IntakeCounts = Record<IntakeOutcome, number>;
 
 /**
  * The service's Prometheus metrics (CONTRACT §11), one registry per app so that tests and several apps in a
@@ -57,6 +60,41 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly intakeReceipts = new Counter({
+    name: 'waybill_intake_receipts_total',
+    help: 'Receipts that arrived from carriers and gateways, by intake route name and outcome (matched, parked, garbled, ignored)',
+    labelNames: ['route', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly smppBindUp = new Gauge({
+    name: 'waybill_smpp_bind_up',
+    help: 'Whether this process holds a bound SMPP session for the route (1) or not (0); this version makes no binds',
+    labelNames: ['route'] as const,
+    registers: [this.registry],
+  });
+
+  /** The same counts, readable at once for `GET /admin/v1/routes/{name}`. */
+  private readonly intakeTotals = new Map<string, IntakeCounts>();
+
+  /** Counts one receipt of an intake route. */
+  countIntake(route: string, outcome: IntakeOutcome): void {
+    this.intakeReceipts.inc({ route, outcome });
+    const totals = this.intakeTotals.get(route) ?? { matched: 0, parked: 0, garbled: 0, ignored: 0 };
+    totals[outcome] += 1;
+    this.intakeTotals.set(route, totals);
+  }
+
+  /** What this process counted for the route since it started (or since the route was deleted). */
+  intakeCounts(route: string): IntakeCounts {
+    return { ...(this.intakeTotals.get(route) ?? { matched: 0, parked: 0, garbled: 0, ignored: 0 }) };
+  }
+
+  /** Forgets a deleted route's counts, so that a new route of the same name starts at zero. */
+  forgetIntakeRoute(route: string): void {
+    this.intakeTotals.delete(route);
+  }
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }
@@ -87,12 +125,15 @@ export class Metrics {
    * The exposition text. The queue gauges are the database's state (the same on every instance), read once per
    * scrape; when the database does not answer they keep their last value and the scrape still succeeds.
    */
-  async scrape(store: OutboxStore): Promise<string> {
+  async scrape(store: OutboxStore & IntakeRouteStore): Promise<string> {
     try {
       const stats = await store.outboxStats();
       this.callbackQueue.set({ state: 'pending' }, stats.pending);
       this.callbackQueue.set({ state: 'dead' }, stats.dead);
       this.parkedReceipts.set(stats.parked);
+      const smpp = (await store.listIntakeRoutes()).filter((route) => route.kind === 'smpp');
+      this.smppBindUp.reset();
+      for (const route of smpp) this.smppBindUp.set({ route: route.name }, 0);
     } catch {
       // Reported by /readyz and the 503s; metrics stay available.
     }

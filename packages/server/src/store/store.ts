@@ -7,6 +7,7 @@ import type {
   ReceiptInput,
   ReceiptOutcome,
 } from '../domain/ingest/precedence.js';
+import type { IntakeRouteRecord } from '../domain/intake/route.js';
 import type {
   Account,
   AccountPatch,
@@ -109,6 +110,40 @@ export interface AppliedMigration {
 /** One step of an engine's schema (sqlite/migrations.ts, postgres/migrations.ts). */
 export interface Migration extends AppliedMigration {
   sql: string;
+}
+
+/** Intake routes (CONTRACT §12), kept by name. Secrets arrive and leave sealed; the store never opens them. */
+export interface IntakeRouteStore {
+  /** Inserts a route; throws {@link DuplicateKeyError} when its name is taken. */
+  insertIntakeRoute(route: IntakeRouteRecord): Promise<void>;
+  /** Every route, by name. */
+  listIntakeRoutes(): Promise<IntakeRouteRecord[]>;
+  getIntakeRoute(name: string): Promise<IntakeRouteRecord | null>;
+  /**
+   * Replaces the settings of the route of that name (not `name`, `kind`, `createdAt` nor its token); false when
+   * there is none.
+   */
+  updateIntakeRoute(route: IntakeRouteRecord): Promise<boolean>;
+  /**
+   * Replaces the route's token alone, so that no concurrent change of its settings can write an old token back;
+   * false when there is no such route.
+   */
+  setIntakeRouteToken(name: string, sealedToken: string, tokenDigest: Buffer): Promise<boolean>;
+  /** Deletes the route and the unreadable receipts kept for it. */
+  deleteIntakeRoute(name: string): Promise<boolean>;
+  /** The route whose intake token has this digest, or null. */
+  intakeRouteByTokenDigest(digest: Buffer): Promise<IntakeRouteRecord | null>;
+  /** Keeps an unreadable receipt of the route, and only the newest `keep` of them. */
+  recordGarbledIntake(route: string, entry: GarbledIntake, keep: number): Promise<void>;
+  /** The route's kept unreadable receipts, newest first. */
+  listGarbledIntake(route: string, limit: number): Promise<GarbledIntake[]>;
+}
+
+/** An unreadable receipt as it arrived: its text and, from SMPP, the PDU in hex. */
+export interface GarbledIntake {
+  at: Date;
+  text: string;
+  pdu: string | null;
 }
 
 /**
@@ -319,7 +354,7 @@ export class PruneGaveUpError extends Error {
  * Every method is scoped by account where data belongs to one: no call can read another account's rows.
  * Implementations throw on infrastructure failure (the caller maps that to "system error").
  */
-export interface Store extends AccountStore, MessageStore, OutboxStore, MaintenanceStore {}
+export interface Store extends AccountStore, MessageStore, OutboxStore, MaintenanceStore, IntakeRouteStore {}
 
 /**
  * Thrown when the database cannot be reached or does not answer within its deadline (WAYBILL_DB_TIMEOUT_MS):

@@ -125,11 +125,14 @@ describe('the OpenAPI document', () => {
         expect(Object.keys(response.headers ?? {}), where).toContain('X-Request-Id');
         const media = Object.keys(response.content ?? {});
         if (Number(status) < 400) continue;
-        // /dlr keeps the spec's {code, descr} (but for protocol refusals); /readyz its {"status": …}.
-        const plainJson =
-          (path === '/dlr' && Number(status) !== 405 && Number(status) !== 414) ||
-          (path === '/readyz' && status === '503');
-        expect(media, where).toStrictEqual([plainJson ? 'application/json' : 'application/problem+json']);
+        // /dlr keeps the spec's {code, descr} (but for protocol refusals); /readyz its {"status": …}; the
+        // gateway adapters answer one line of text, which is what gateways log.
+        const protocol = Number(status) === 405 || Number(status) === 414;
+        const plainJson = (path === '/dlr' && !protocol) || (path === '/readyz' && status === '503');
+        const text = path.startsWith('/intake/') && !protocol;
+        expect(media, where).toStrictEqual([
+          text ? 'text/plain' : plainJson ? 'application/json' : 'application/problem+json',
+        ]);
       }
       expect(Object.keys(operation.responses), `${method} ${path}`).toEqual(
         expect.arrayContaining(['405', '414']),
@@ -391,6 +394,67 @@ async function recordEveryOperation(
   for (let i = 0; i < 4; i++) {
     await get('getDlr', `/dlr?key=${locked.key}&secret=WRONGSEC&messageid=sms-1`, {});
   }
+
+  // Intake routes and the gateway adapters (CONTRACT §12).
+  const kannel = await admin('createRoute', 'POST', '/admin/v1/routes', { name: 'kannel-1', kind: 'kannel' });
+  await admin('createRoute', 'POST', '/admin/v1/routes', {
+    name: 'smsc-1',
+    kind: 'smpp',
+    smpp: { host: 'smsc.example', port: 2775, systemId: 'wb', password: 'pw' },
+  });
+  await admin('createRoute', 'POST', '/admin/v1/routes', { name: 'kannel-1', kind: 'kannel' });
+  await admin('createRoute', 'POST', '/admin/v1/routes', { name: 'Bad', kind: 'kannel' });
+  const jasmin = await admin('createRoute', 'POST', '/admin/v1/routes', { name: 'jasmin-1', kind: 'jasmin' });
+  await admin('listRoutes', 'GET', '/admin/v1/routes');
+  await admin('getRoute', 'GET', '/admin/v1/routes/smsc-1');
+  await admin('getRoute', 'GET', '/admin/v1/routes/kannel-1');
+  await admin('getRoute', 'GET', '/admin/v1/routes/nope');
+  await admin('updateRoute', 'PATCH', '/admin/v1/routes/smsc-1', { smpp: { systemType: null } });
+  await admin('rotateRouteToken', 'POST', '/admin/v1/routes/jasmin-1/token');
+  await admin('rotateRouteToken', 'POST', '/admin/v1/routes/smsc-1/token');
+  const kannelToken = (kannel.json() as { token: string }).token;
+  const direct = `account=${acct.id}&messageid=sms-1&to=447700900123`;
+  await get('intakeKannel', `/intake/v1/kannel?token=${kannelToken}&type=8&reply=ACK%2F&${direct}`, {});
+  await get('intakeKannel', '/intake/v1/kannel?token=wbi_00000000000000000000000000000000&type=1', {});
+  await get('intakeKannel', `/intake/v1/kannel?token=${kannelToken}&type=1&carrierId=abc`, {});
+  record(
+    'intakeKannelForm',
+    await h.inject({
+      method: 'POST',
+      url: `/intake/v1/kannel?token=${kannelToken}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: `type=1&reply=${encodeURIComponent('id:1 stat:DELIVRD err:000')}&${direct}`,
+    }),
+  );
+  const jasminToken = ((await h.admin('POST', '/admin/v1/routes/jasmin-1/token')).json() as { token: string })
+    .token;
+  await get(
+    'intakeJasmin',
+    `/intake/v1/jasmin?token=${jasminToken}&id=j-1&message_status=ESME_ROK&level=1&${direct}`,
+    {},
+  );
+  await admin('updateRoute', 'PATCH', '/admin/v1/routes/jasmin-1', { enabled: false });
+  await get(
+    'intakeJasmin',
+    `/intake/v1/jasmin?token=${jasminToken}&id=j-1&message_status=DELIVRD&level=2`,
+    {},
+  );
+  await admin('updateRoute', 'PATCH', '/admin/v1/routes/jasmin-1', { enabled: true });
+  record(
+    'intakeJasminForm',
+    await h.inject({
+      method: 'POST',
+      url: `/intake/v1/jasmin?token=${jasminToken}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: `id=j-1&message_status=DELIVRD&level=2&donedate=2611220901&err=000&${direct}`,
+    }),
+  );
+  await get('intakeKannel', `/intake/v1/kannel?token=${kannelToken}&type=99&${direct}`, {});
+  await admin('listGarbledReceipts', 'GET', '/admin/v1/routes/kannel-1/garbled');
+  await admin('listGarbledReceipts', 'GET', '/admin/v1/routes/nope/garbled');
+  await admin('deleteRoute', 'DELETE', '/admin/v1/routes/kannel-1');
+  await admin('deleteRoute', 'DELETE', '/admin/v1/routes/kannel-1');
+  void jasmin;
 
   const doomed = await h.createAccount();
   await admin('deleteAccount', 'DELETE', `/admin/v1/accounts/${doomed.id}`);

@@ -27,6 +27,10 @@ const PUBLIC: [string, string][] = [
   ['get', '/metrics'],
   ['get', '/healthz'],
   ['get', '/readyz'],
+  ['get', '/intake/v1/kannel'],
+  ['post', '/intake/v1/kannel'],
+  ['get', '/intake/v1/jasmin'],
+  ['post', '/intake/v1/jasmin'],
 ];
 const OPERATOR: [string, string][] = [
   ['post', '/admin/v1/accounts'],
@@ -42,6 +46,13 @@ const OPERATOR: [string, string][] = [
   ['post', '/admin/v1/accounts/{id}/deliveries/{deliveryId}/redeliver'],
   ['post', '/admin/v1/accounts/{id}/deliveries/backfill'],
   ['post', '/admin/v1/accounts/{id}/deliveries/redeliver'],
+  ['post', '/admin/v1/routes'],
+  ['get', '/admin/v1/routes'],
+  ['get', '/admin/v1/routes/{name}'],
+  ['patch', '/admin/v1/routes/{name}'],
+  ['delete', '/admin/v1/routes/{name}'],
+  ['post', '/admin/v1/routes/{name}/token'],
+  ['get', '/admin/v1/routes/{name}/garbled'],
 ];
 const QUERY_PARAMETERS = ['messageIds', 'channel', 'channelUserId', 'contactId', 'size', 'cursor'];
 
@@ -257,7 +268,7 @@ describe.each(engines())('$name GET /openapi.json', (engine) => {
 
     it('lists only the public routes', async () => {
       const doc = (await h().inject('/openapi.json')).json() as OpenApiDocument;
-      expect(Object.keys(doc.paths).sort()).toStrictEqual(PUBLIC.map(([, p]) => p).sort());
+      expect(Object.keys(doc.paths).sort()).toStrictEqual([...new Set(PUBLIC.map(([, p]) => p))].sort());
     });
   });
 });

@@ -228,6 +228,38 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 4,
+    name: 'intake routes',
+    sql: `
+      -- Named sources of receipts (CONTRACT §12). smpp holds the bind settings, its password apart and sealed;
+      -- token is the sealed intake token of an HTTP route and token_digest its keyed hash, the lookup key of an
+      -- adapter request.
+      CREATE TABLE intake_routes (
+        name text COLLATE "C" NOT NULL PRIMARY KEY,
+        kind text NOT NULL,
+        accounts jsonb NOT NULL,
+        timezone text NOT NULL,
+        error_map jsonb NOT NULL,
+        enabled boolean NOT NULL,
+        smpp jsonb,
+        smpp_password text,
+        token text,
+        token_digest bytea UNIQUE,
+        created_at timestamptz NOT NULL
+      );
+
+      -- The last unreadable receipts of each route, for the operator (GET /admin/v1/routes/{name}/garbled).
+      CREATE TABLE intake_garbled (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        route text COLLATE "C" NOT NULL,
+        at timestamptz NOT NULL,
+        text text NOT NULL,
+        pdu text
+      );
+      CREATE INDEX intake_garbled_route ON intake_garbled (route, id);
+    `,
+  },
 ];
 
 /**

@@ -5,6 +5,7 @@ import { accounts } from './accounts.js';
 import { latestStats, withDeadlines } from './deadline.js';
 import { messageIngest } from './ingest-messages.js';
 import { receiptIngest } from './ingest-receipts.js';
+import { intakeRouteCalls } from './intake-routes.js';
 import { migrate } from './migrations.js';
 import * as outbox from './outbox.js';
 import { dropParkedBefore } from './parked.js';
@@ -98,6 +99,7 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
       return prune(maintenance(), schema, cutoff, pruneOptions);
     },
     ...pepperFingerprintCalls(primary),
+    ...intakeRouteCalls(primary),
 
     ...accounts(primary, replica),
     ingestMessages: messageIngest(primary, schema),

@@ -189,6 +189,38 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 4,
+    name: 'intake routes',
+    sql: `
+      -- Named sources of receipts (CONTRACT §12). smpp holds the bind settings as JSON, its password apart and
+      -- sealed; token is the sealed intake token of an HTTP route and token_digest its keyed hash, the lookup
+      -- key of an adapter request.
+      CREATE TABLE intake_routes (
+        name TEXT NOT NULL PRIMARY KEY,
+        kind TEXT NOT NULL,
+        accounts TEXT NOT NULL,
+        timezone TEXT NOT NULL,
+        error_map TEXT NOT NULL,
+        enabled INTEGER NOT NULL,
+        smpp TEXT,
+        smpp_password TEXT,
+        token TEXT,
+        token_digest BLOB UNIQUE,
+        created_at INTEGER NOT NULL
+      ) WITHOUT ROWID, STRICT;
+
+      -- The last unreadable receipts of each route, for the operator (GET /admin/v1/routes/{name}/garbled).
+      CREATE TABLE intake_garbled (
+        id INTEGER PRIMARY KEY,
+        route TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        pdu TEXT
+      ) STRICT;
+      CREATE INDEX intake_garbled_route ON intake_garbled (route, id);
+    `,
+  },
 ];
 
 /**

@@ -8,6 +8,7 @@ import { type EventStatements, prepareEvents } from './events.js';
 import { guardingFile } from './file-guard.js';
 import { type MessageStatements, messageIngest, prepareMessageIngest } from './ingest-messages.js';
 import { receiptIngest } from './ingest-receipts.js';
+import { intakeRouteCalls } from './intake-routes.js';
 import { migrate } from './migrations.js';
 import * as outbox from './outbox.js';
 import { type ParkedStatements, prepareParked } from './parked.js';
@@ -106,6 +107,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     },
     prune: prune(db, sql.prune, sql.outbox),
     ...pepperFingerprintCalls(db),
+    ...intakeRouteCalls(db),
 
     ...accounts(db, sql.accounts),
     ingestMessages: messageIngest(db, sql),

@@ -1,0 +1,212 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppContext } from '../context.js';
+import { ApiError } from '../domain/errors.js';
+import { isUuid } from '../domain/formats.js';
+import {
+  digestsMatch,
+  INTAKE_TOKEN,
+  type IntakeRouteRecord,
+  intakeTokenDigest,
+  type RouteKind,
+} from '../domain/intake/route.js';
+import type { Translation } from '../domain/intake/translate.js';
+import { StoreUnavailableError } from '../store/store.js';
+import { checkReceiptItem } from './ingest-items.js';
+import { sendApiError } from './problem.js';
+
+/**
+ * What the HTTP adapters of CONTRACT §12 share: reading a gateway's parameters, finding the route of its token,
+ * and handing a translated receipt to the same store call as the operator API's receipts (§5), so that
+ * precedence, events, parking and callbacks are those of every other receipt. Gateways read plain text and
+ * retry anything but a 2xx, so every answer here is `text/plain` with the reason in one line.
+ */
+
+/** A refusal of an adapter: its status and the line of text the gateway gets (and logs). */
+export class IntakeRefusal extends Error {
+  override readonly name = 'IntakeRefusal';
+  readonly status: number;
+  constructor(status: 400 | 401 | 403, reason: string) {
+    super(reason);
+    this.status = status;
+  }
+}
+
+/** Seconds a gateway is asked to wait while the database is unavailable (its own retry decides). */
+const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
+/** Gateways POST forms; each field becomes a parameter like one of the query string. */
+export function acceptForms(app: FastifyInstance): void {
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string', bodyLimit: 64 * 1024 },
+    (_request, body, done) => {
+      const fields: Record<string, string[]> = {};
+      for (const [key, value] of new URLSearchParams(body as string)) {
+        fields[key] = [...(fields[key] ?? []), value];
+      }
+      done(null, fields);
+    },
+  );
+}
+
+/** Answers adapter refusals and database outages as text; protocol refusals (405, 415…) keep problem bodies. */
+export function registerIntakeErrors(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof IntakeRefusal) return plain(reply.code(error.status), error.message);
+    if (error instanceof StoreUnavailableError) {
+      request.log.warn({ err: error }, 'database unavailable');
+      reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
+      return plain(reply.code(503), 'the database is unavailable; retry shortly');
+    }
+    if (error instanceof ApiError) return sendApiError(request, reply, error);
+    if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      return plain(
+        reply.code(415),
+        'send parameters in the query string or as application/x-www-form-urlencoded',
+      );
+    }
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return plain(reply.code(413), 'the body is too large');
+    if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+      return plain(reply.code(400), 'the request is malformed');
+    }
+    request.log.error({ err: error }, 'unexpected failure');
+    return plain(reply.code(500), 'internal error; the request id identifies it in the log');
+  });
+}
+
+export const plain = (reply: FastifyReply, text: string) =>
+  reply.type('text/plain; charset=utf-8').send(text);
+
+/**
+ * The request's parameters: the query string, then (POST) the form body. A parameter given twice with
+ * different values is refused: which one the gateway meant cannot be told.
+ */
+export function readParams(request: FastifyRequest): Record<string, string> {
+  const params: Record<string, string> = {};
+  const add = (source: unknown) => {
+    if (typeof source !== 'object' || source === null) return;
+    for (const [key, raw] of Object.entries(source)) {
+      const values = (Array.isArray(raw) ? raw : [raw]).map(String);
+      for (const value of values) {
+        if (params[key] !== undefined && params[key] !== value) {
+          throw new IntakeRefusal(400, `the parameter ${key} is given more than once`);
+        }
+        params[key] = value;
+      }
+    }
+  };
+  add(request.query);
+  add(request.body);
+  return params;
+}
+
+/**
+ * The route of the `token` parameter. A missing or unknown token, or the token of a route of another kind,
+ * is 401; a disabled route's token is 403 (the token is right, the route accepts nothing).
+ */
+export async function routeOfToken(
+  ctx: AppContext,
+  token: string | undefined,
+  kind: RouteKind,
+): Promise<IntakeRouteRecord> {
+  if (token === undefined || token === '') throw new IntakeRefusal(401, 'the token parameter is missing');
+  if (!INTAKE_TOKEN.test(token)) throw new IntakeRefusal(401, 'the token is not a valid intake token');
+  const digest = intakeTokenDigest(ctx.pepper, token);
+  const route = await ctx.store.intakeRouteByTokenDigest(digest);
+  if (
+    !route ||
+    route.tokenDigest === null ||
+    !digestsMatch(route.tokenDigest, digest) ||
+    route.kind !== kind
+  ) {
+    throw new IntakeRefusal(401, `the token is not the token of a ${kind} route`);
+  }
+  if (!route.enabled) throw new IntakeRefusal(403, `the route ${route.name} is disabled`);
+  return route;
+}
+
+/** How many unreadable receipts are kept per route (CONTRACT §12). */
+export const KEEP_GARBLED = 1000;
+
+/** What arrived, as the query string of its parameters, without the token; at most 4 KiB. */
+function garbledText(params: Record<string, string>): string {
+  const { token: _token, ...rest } = params;
+  const text = new URLSearchParams(rest).toString();
+  return text.length > 4096 ? `${text.slice(0, 4095)}…` : text;
+}
+
+/** Said until carrier ids can be correlated with recipients (CONTRACT §12 "Correlation"). */
+export const NO_CORRELATION =
+  'carrierId correlation is not available yet; name the recipient with account, messageid and to';
+
+/**
+ * Applies a translated receipt to the recipient the parameters name (`account`, `messageid`, `to`) and counts
+ * it on the route: `matched` when a recipient held it (applied, or ignored under precedence), `parked` when
+ * none did yet. An unreadable receipt is counted `garbled` and refused (400) with the reason.
+ */
+export async function applyIntakeReceipt(
+  ctx: AppContext,
+  route: IntakeRouteRecord,
+  translated: Translation,
+  params: Record<string, string>,
+): Promise<'matched' | 'parked' | 'ignored'> {
+  if (translated.kind === 'garbled') {
+    // Kept for the operator before the refusal: if it cannot be kept (503), the gateway sends it again.
+    await ctx.store.recordGarbledIntake(
+      route.name,
+      { at: ctx.now(), text: garbledText(params), pdu: null },
+      KEEP_GARBLED,
+    );
+    ctx.metrics.countIntake(route.name, 'garbled');
+    throw new IntakeRefusal(400, `the receipt cannot be read: ${translated.reason}`);
+  }
+  if (translated.kind === 'ignored') {
+    ctx.metrics.countIntake(route.name, 'ignored');
+    return 'ignored';
+  }
+  const { account, messageid, to } = params;
+  if (account === undefined && messageid === undefined && to === undefined) {
+    throw new IntakeRefusal(
+      400,
+      translated.carrierId !== null || params.carrierId !== undefined
+        ? NO_CORRELATION
+        : 'the recipient is not named: give account, messageid and to',
+    );
+  }
+  const missing = (['account', 'messageid', 'to'] as const).filter((p) => params[p] === undefined);
+  if (missing.length > 0) throw new IntakeRefusal(400, `the parameter ${missing.join(' and ')} is missing`);
+  const accountId = String(account).toLowerCase();
+  if (route.accounts.length > 0 && !route.accounts.includes(accountId)) {
+    throw new IntakeRefusal(403, `the route ${route.name} may not touch account ${account}`);
+  }
+  if (!isUuid(accountId) || !(await ctx.store.getAccount(accountId))) {
+    throw new IntakeRefusal(400, `no account ${account}`);
+  }
+  const now = ctx.now();
+  // The operator API's own item check: one rule for what a receipt may hold, wherever it comes from.
+  const checked = checkReceiptItem(
+    {
+      messageId: messageid,
+      to,
+      drStatuscode: translated.drStatuscode,
+      drErrcode: translated.drErrcode,
+      drTime: translated.drTime.toISOString(),
+    },
+    now,
+  );
+  if (!checked.ok) throw new IntakeRefusal(400, paramNames(checked.detail));
+  const outcome = await ctx.store.ingestReceipts(accountId, [checked.value], now);
+  if (!outcome.ok) {
+    throw new IntakeRefusal(400, outcome.errors.map((e) => e.detail).join('; '));
+  }
+  if (outcome.value.applied > 0) {
+    ctx.metrics.receiptEvents.inc(outcome.value.applied);
+    ctx.deliveriesQueued();
+  }
+  const result = outcome.value.unknown.length > 0 ? 'parked' : 'matched';
+  ctx.metrics.countIntake(route.name, result);
+  return result;
+}
+
+/** The item check names the operator API's fields; a gateway knows them by its parameters. */
+const paramNames = (detail: string) => detail.replace(/^messageId\b/, 'messageid');

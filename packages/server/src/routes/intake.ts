@@ -1,0 +1,166 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { AppContext } from '../context.js';
+import type { RouteKind } from '../domain/intake/route.js';
+import { fromJasmin, fromKannel, type Translation } from '../domain/intake/translate.js';
+import {
+  acceptForms,
+  applyIntakeReceipt,
+  plain,
+  readParams,
+  registerIntakeErrors,
+  routeOfToken,
+} from '../http/intake-adapter.js';
+import { methodNotAllowed } from '../http/protocol.js';
+import { headers, PROTOCOL_STATUSES, problemResponses } from '../http/schemas.js';
+import { describedOnly } from '../http/validation.js';
+
+const text = (description: string, example: string, headerNames: Parameters<typeof headers>[0] = []) => ({
+  description,
+  headers: headers(headerNames),
+  content: { 'text/plain': { schema: Type.String({ examples: [example] }) } },
+});
+
+const refusals = {
+  400: text(
+    'The receipt cannot be read, or the recipient is not named; the reason in one line',
+    'the parameter to is missing',
+  ),
+  401: text(
+    'The token is missing, unknown, or the token of a route of another kind',
+    'the token is not the token of a kannel route',
+  ),
+  403: text('The route is disabled, or may not touch the account named', 'the route kannel-eu is disabled'),
+  503: text(
+    'The database is unavailable; the gateway retries',
+    'the database is unavailable; retry shortly',
+    ['Retry-After'],
+  ),
+};
+
+const p = (description: string) => Type.Optional(Type.String({ description }));
+const direct = {
+  account: p('The account id (the dependable form, with messageid and to)'),
+  messageid: p('The message id the provider ingested'),
+  to: p('The recipient, as ingested'),
+};
+const KannelParams = Type.Object({
+  token: Type.String({ description: 'The route’s intake token' }),
+  type: p('%d: 1 delivered, 2 not delivered, 4 buffered, 8 SMSC accepted, 16 SMSC rejected'),
+  reply: p('%A: the SMSC’s receipt text, ACK/ or NACK/…'),
+  ...direct,
+  carrierId: p('The SMSC’s message id: not correlated yet, answered 400'),
+});
+const JasminParams = Type.Object({
+  token: Type.String({ description: 'The route’s intake token' }),
+  id: p('Jasmin’s message id: not correlated yet, so give account, messageid and to'),
+  message_status: p('ESME_ROK / ESME_R… (level 1), DELIVRD, UNDELIV, … (level 2)'),
+  level: p('1: the SMSC’s answer to the submission; 2 or 3: the receipt'),
+  connector: p('The connector the message left by'),
+  subdate: p('YYMMDDhhmm[ss] in the route’s zone'),
+  donedate: p('YYMMDDhhmm[ss] in the route’s zone: the drTime'),
+  sub: p('sub:'),
+  dlvrd: p('dlvrd:'),
+  err: p('The carrier error, looked up in the route’s errorMap'),
+  text: p('text:'),
+  ...direct,
+});
+
+interface Adapter {
+  kind: RouteKind;
+  path: string;
+  operation: string;
+  summary: string;
+  params: typeof KannelParams | typeof JasminParams;
+  answer: string;
+  translate(
+    params: Record<string, string>,
+    arrivedAt: Date,
+    route: { timezone: string; errorMap: Record<string, string> },
+  ): Translation;
+}
+
+const ADAPTERS: Adapter[] = [
+  {
+    kind: 'kannel',
+    path: '/intake/v1/kannel',
+    operation: 'intakeKannel',
+    summary: 'A receipt from Kannel (what its dlr-url fetches)',
+    params: KannelParams,
+    answer: 'OK',
+    translate: (params, arrivedAt, route) =>
+      fromKannel({ type: params.type, reply: params.reply, carrierId: params.carrierId, arrivedAt, route }),
+  },
+  {
+    kind: 'jasmin',
+    path: '/intake/v1/jasmin',
+    operation: 'intakeJasmin',
+    summary: 'A receipt from Jasmin (its HTTP DLR)',
+    params: JasminParams,
+    // Jasmin redelivers a DLR unless it gets exactly this.
+    answer: 'ACK/Jasmin',
+    translate: (params, arrivedAt, route) =>
+      fromJasmin({
+        id: params.id,
+        message_status: params.message_status,
+        level: params.level,
+        donedate: params.donedate,
+        subdate: params.subdate,
+        err: params.err,
+        sub: params.sub,
+        dlvrd: params.dlvrd,
+        text: params.text,
+        connector: params.connector,
+        id_smsc: params.id_smsc,
+        arrivedAt,
+        route,
+      }),
+  },
+];
+
+/**
+ * `GET|POST /intake/v1/kannel` and `/intake/v1/jasmin` — receipts from the provider's gateway (CONTRACT §12),
+ * authenticated by a route's token. The translation is domain/intake's; the store call is the receipts API's.
+ */
+export async function intakeRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  acceptForms(app);
+  registerIntakeErrors(app);
+  for (const adapter of ADAPTERS) {
+    const handler = async (request: FastifyRequest) => {
+      const params = readParams(request);
+      const route = await routeOfToken(ctx, params.token, adapter.kind);
+      // HEAD (which Fastify serves with the GET handler) tells whether the request would be taken, and writes nothing.
+      if (request.method === 'HEAD') return adapter.answer;
+      const translated = adapter.translate(params, ctx.now(), route);
+      await applyIntakeReceipt(ctx, route, translated, params);
+      return adapter.answer;
+    };
+    for (const method of ['GET', 'POST'] as const) {
+      app.route({
+        method,
+        url: adapter.path,
+        bodyLimit: 64 * 1024,
+        validatorCompiler: describedOnly,
+        schema: {
+          operationId: `${adapter.operation}${method === 'GET' ? '' : 'Form'}`,
+          summary: `${adapter.summary}${method === 'POST' ? ', parameters as a form' : ''}`,
+          description:
+            'Authenticated by the route’s token in the `token` query parameter (stripped from logs). Answers are text/plain.',
+          tags: ['intake'],
+          security: [{ intakeToken: [] }],
+          querystring: method === 'GET' ? adapter.params : Type.Object({ token: Type.String() }),
+          ...(method === 'POST'
+            ? { body: { content: { 'application/x-www-form-urlencoded': { schema: adapter.params } } } }
+            : {}),
+          response: {
+            200: text('Stored or parked', adapter.answer),
+            ...refusals,
+            ...problemResponses([...PROTOCOL_STATUSES]),
+          },
+        },
+        handler: async (request, reply) => plain(reply, await handler(request)),
+      });
+    }
+    methodNotAllowed(app, adapter.path, ['GET', 'POST']);
+  }
+}

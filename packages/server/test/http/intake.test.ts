@@ -1,0 +1,255 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import type { LightMyRequestResponse } from 'fastify';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { openSqliteStore } from '../../src/store/sqlite/store.js';
+import { engines } from '../support/engines.js';
+import { type CreatedAccount, startHarness, useHarness } from '../support/http.js';
+
+const ALICE = '447700900001';
+const BOB = '447700900002';
+/** What Kannel 1.4.5 passes as %A for a delivered message over SMPP. */
+const DELIVERED_TEXT =
+  'id:0a1b2c3d sub:001 dlvrd:001 submit date:2611221100 done date:2611221102 stat:DELIVRD err:000 text:Hello';
+
+const expectText = (res: LightMyRequestResponse, status: number, body?: string | RegExp) => {
+  expect(res.statusCode, res.body).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^text\/plain/);
+  if (typeof body === 'string') expect(res.body).toBe(body);
+  else if (body) expect(res.body).toMatch(body);
+};
+
+describe.each(engines())('$name intake adapters', (engine) => {
+  const h = useHarness(engine);
+  let acct: CreatedAccount;
+
+  const createRoute = async (body: Record<string, unknown>) => {
+    const res = await h().admin('POST', '/admin/v1/routes', body);
+    expect(res.statusCode, res.body).toBe(201);
+    return (res.json() as { token: string }).token;
+  };
+  const dlr = async (messageId: string) => {
+    const res = await h().inject(`/dlr?key=${acct.key}&secret=${acct.secret}&messageid=${messageId}`);
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json() as Record<string, unknown>[];
+  };
+  const kannel = (params: Record<string, string>) =>
+    h().inject(`/intake/v1/kannel?${new URLSearchParams(params)}`);
+  const jasmin = (params: Record<string, string>) =>
+    h().inject({
+      method: 'POST',
+      url: `/intake/v1/jasmin?token=${params.token}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams(Object.entries(params).filter(([k]) => k !== 'token')).toString(),
+    });
+  const counts = async (name: string) =>
+    ((await h().admin('GET', `/admin/v1/routes/${name}`)).json() as { counts: Record<string, number> })
+      .counts;
+
+  beforeEach(async () => {
+    acct = await h().createAccount();
+    const res = await h().ingest(acct.id, [
+      { id: 'sms-1', channel: 'SMS', channelUserId: ALICE },
+      { id: 'sms-1', channel: 'SMS', channelUserId: BOB },
+    ]);
+    expect(res.statusCode, res.body).toBe(200);
+  });
+
+  it('Kannel: the SMSC-accepted fetch then the receipt, by account, messageid and to, reach /dlr', async () => {
+    const token = await createRoute({ name: 'kannel-eu', kind: 'kannel', timezone: 'Europe/Berlin' });
+    const direct = { token, account: acct.id, messageid: 'sms-1', to: ALICE };
+    expectText(await kannel({ ...direct, type: '8', reply: 'ACK/' }), 200, 'OK');
+    expect((await dlr('sms-1'))[0]).toMatchObject({ to: ALICE, drStatuscode: 'accepted', drErrcode: '0' });
+
+    expectText(await kannel({ ...direct, type: '1', reply: DELIVERED_TEXT }), 200, 'OK');
+    const [alice, bob] = await dlr('sms-1');
+    // done date 2611221102 in Berlin (UTC+1 in November).
+    expect(alice).toMatchObject({
+      drStatuscode: 'delivered',
+      drErrcode: '0',
+      drStatus: 0,
+      drTime: '2026-11-22 10:02:00.000',
+    });
+    expect(bob).not.toHaveProperty('drStatuscode');
+    // Replayed: matched again, ignored by precedence, still OK.
+    expectText(await kannel({ ...direct, type: '1', reply: DELIVERED_TEXT }), 200, 'OK');
+    expect(await counts('kannel-eu')).toStrictEqual({ matched: 3, parked: 0, garbled: 0, ignored: 0 });
+  });
+
+  it('Kannel: a receipt before its message is parked, then applied when the message arrives', async () => {
+    const token = await createRoute({ name: 'k', kind: 'kannel', errorMap: { '027': '4' } });
+    const direct = { token, account: acct.id, messageid: 'later', to: ALICE };
+    expectText(await kannel({ ...direct, type: '2', reply: 'id:9 stat:UNDELIV err:027' }), 200, 'OK');
+    expect(await counts('k')).toMatchObject({ parked: 1, matched: 0 });
+    await h().ingest(acct.id, [{ id: 'later', channel: 'SMS', channelUserId: ALICE }]);
+    // The route's errorMap wins over the default table (027 → 2).
+    expect((await dlr('later'))[0]).toMatchObject({ drStatuscode: 'failed', drErrcode: '4' });
+  });
+
+  it('Kannel: the parameters may come as a POSTed form', async () => {
+    const token = await createRoute({ name: 'k', kind: 'kannel' });
+    const res = await h().inject({
+      method: 'POST',
+      url: `/intake/v1/kannel?token=${token}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({ type: '16', account: acct.id, messageid: 'sms-1', to: BOB }).toString(),
+    });
+    expectText(res, 200, 'OK');
+    expect((await dlr('sms-1'))[1]).toMatchObject({ to: BOB, drStatuscode: 'rejected', drErrcode: '99' });
+  });
+
+  it('Jasmin: answers exactly ACK/Jasmin once stored, level 1 then level 2', async () => {
+    const token = await createRoute({ name: 'jasmin-1', kind: 'jasmin' });
+    const direct = { token, account: acct.id, messageid: 'sms-1', to: BOB };
+    const level1 = await jasmin({ ...direct, id: 'j-1', message_status: 'ESME_ROK', level: '1' });
+    expectText(level1, 200, 'ACK/Jasmin');
+    expect((await dlr('sms-1'))[1]).toMatchObject({ drStatuscode: 'accepted' });
+    const level2 = await h().inject(
+      `/intake/v1/jasmin?${new URLSearchParams({ ...direct, id: 'j-1', message_status: 'UNDELIV', level: '2', donedate: '2611221105', err: '001' })}`,
+    );
+    expectText(level2, 200, 'ACK/Jasmin');
+    expect((await dlr('sms-1'))[1]).toMatchObject({
+      drStatuscode: 'failed',
+      drErrcode: '3',
+      drTime: '2026-11-22 11:05:00.000',
+    });
+    // Jasmin's own id alone cannot be correlated yet: said plainly, not acknowledged.
+    const byId = await jasmin({ token, id: 'j-1', message_status: 'DELIVRD', level: '2' });
+    expectText(byId, 400, /correlation is not available yet/);
+    expect(byId.body).not.toContain('ACK/Jasmin');
+  });
+
+  it('401 for a missing, unknown or other kind’s token, and for a rotated or deleted one', async () => {
+    const token = await createRoute({ name: 'k', kind: 'kannel' });
+    const jasminToken = await createRoute({ name: 'j', kind: 'jasmin' });
+    const ok = { account: acct.id, messageid: 'sms-1', to: ALICE, type: '8' };
+    expectText(await kannel(ok), 401, /token/);
+    expectText(await kannel({ ...ok, token: 'wbi_00000000000000000000000000000000' }), 401);
+    expectText(await kannel({ ...ok, token: 'nonsense' }), 401);
+    expectText(await kannel({ ...ok, token: jasminToken }), 401);
+    // HEAD says whether the request would be taken, and writes nothing.
+    const head = await h().inject({
+      method: 'HEAD',
+      url: `/intake/v1/kannel?${new URLSearchParams({ ...ok, token })}`,
+    });
+    expect(head.statusCode).toBe(200);
+    expect((await dlr('sms-1'))[0]).not.toHaveProperty('drStatuscode');
+    expectText(await kannel({ ...ok, token }), 200, 'OK');
+
+    const rotated = await h().admin('POST', '/admin/v1/routes/k/token');
+    expect(rotated.statusCode, rotated.body).toBe(200);
+    const fresh = (rotated.json() as { token: string }).token;
+    expect(fresh).not.toBe(token);
+    expectText(await kannel({ ...ok, token }), 401);
+    expectText(await kannel({ ...ok, token: fresh }), 200, 'OK');
+
+    expect((await h().admin('DELETE', '/admin/v1/routes/k')).statusCode).toBe(204);
+    expectText(await kannel({ ...ok, token: fresh }), 401);
+  });
+
+  it('403 for a disabled route, and for an account outside the route’s accounts', async () => {
+    const other = await h().createAccount({ name: 'Other' });
+    const token = await createRoute({ name: 'k', kind: 'kannel', accounts: [other.id] });
+    const params = { token, account: acct.id, messageid: 'sms-1', to: ALICE, type: '1' };
+    expectText(await kannel(params), 403, /may not touch account/);
+    expect((await dlr('sms-1'))[0]).not.toHaveProperty('drStatuscode');
+    await h().admin('PATCH', '/admin/v1/routes/k', { accounts: [], enabled: false });
+    expectText(await kannel(params), 403, 'the route k is disabled');
+    await h().admin('PATCH', '/admin/v1/routes/k', { enabled: true });
+    expectText(await kannel(params), 200, 'OK');
+  });
+
+  it('400 with the reason for an unreadable receipt (counted garbled), carrierId, or a missing recipient', async () => {
+    const token = await createRoute({ name: 'k', kind: 'kannel' });
+    const direct = { token, account: acct.id, messageid: 'sms-1', to: ALICE };
+    expectText(await kannel({ ...direct, type: '99' }), 400, /cannot be read: no state that maps/);
+    expect(await counts('k')).toMatchObject({ garbled: 1 });
+    const garbled = await h().admin('GET', '/admin/v1/routes/k/garbled');
+    expect(garbled.statusCode, garbled.body).toBe(200);
+    expect(garbled.json()).toStrictEqual({
+      garbled: [
+        {
+          at: expect.any(String),
+          text: `account=${acct.id}&messageid=sms-1&to=${ALICE}&type=99`,
+          pdu: null,
+        },
+      ],
+    });
+    expectText(
+      await kannel({ token, type: '1', carrierId: 'abc' }),
+      400,
+      /carrierId correlation is not available/,
+    );
+    expectText(await kannel({ token, type: '1' }), 400, /account, messageid and to/);
+    expectText(
+      await kannel({ token, type: '1', account: acct.id, messageid: 'sms-1' }),
+      400,
+      /to is missing/,
+    );
+    expectText(await kannel({ ...direct, to: '+44 7700', type: '1' }), 400, /to must be a phone number/);
+    expectText(await kannel({ ...direct, account: 'nobody', type: '1' }), 400, /no account nobody/);
+    expectText(
+      await h().inject(
+        `/intake/v1/kannel?token=${token}&type=1&type=2&account=${acct.id}&messageid=sms-1&to=${ALICE}`,
+      ),
+      400,
+      /type is given more than once/,
+    );
+    expect((await dlr('sms-1'))[0]).not.toHaveProperty('drStatuscode');
+  });
+
+  it('never logs the token, and counts receipts in the metrics by route and outcome', async () => {
+    const token = await createRoute({ name: 'k', kind: 'kannel' });
+    const direct = { token, account: acct.id, messageid: 'sms-1', to: ALICE };
+    await kannel({ ...direct, type: '8', reply: 'ACK/' });
+    await kannel({ ...direct, messageid: 'early', type: '1' });
+    await kannel({ ...direct, type: '77' });
+    const logs = h().logs.join('');
+    expect(logs).toContain('/intake/v1/kannel?token=[redacted]');
+    expect(logs).not.toContain(token);
+    const metrics = await h().admin('GET', '/metrics');
+    expect(metrics.body).toContain('waybill_intake_receipts_total{route="k",outcome="matched"} 1');
+    expect(metrics.body).toContain('waybill_intake_receipts_total{route="k",outcome="parked"} 1');
+    expect(metrics.body).toContain('waybill_intake_receipts_total{route="k",outcome="garbled"} 1');
+    expect(metrics.body).not.toContain(token);
+    // No SMPP binds in this version: an SMPP route is reported down.
+    await h().admin('POST', '/admin/v1/routes', {
+      name: 'smsc-1',
+      kind: 'smpp',
+      smpp: { host: 'smsc.example', port: 2775, systemId: 'wb', password: 'pw' },
+    });
+    expect((await h().admin('GET', '/metrics')).body).toContain('waybill_smpp_bind_up{route="smsc-1"} 0');
+  });
+});
+
+describe('intake while SQLite is locked by another connection', () => {
+  it('answers 503 with Retry-After, then OK once the lock is gone', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'waybill-intake-locked-'));
+    const path = join(dir, 'waybill.db');
+    const h = await startHarness(
+      { name: 'sqlite-file', open: async () => openSqliteStore({ path, cacheMb: 8, timeoutMs: 300 }) },
+      { WAYBILL_DB_TIMEOUT_MS: '300' },
+    );
+    const other = new Database(path);
+    try {
+      const acct = await h.createAccount();
+      await h.ingest(acct.id, [{ id: 'sms-1', channel: 'SMS', channelUserId: ALICE }]);
+      const created = await h.admin('POST', '/admin/v1/routes', { name: 'k', kind: 'kannel' });
+      const { token } = created.json() as { token: string };
+      const url = `/intake/v1/kannel?token=${token}&type=1&account=${acct.id}&messageid=sms-1&to=${ALICE}`;
+      other.exec('BEGIN EXCLUSIVE');
+      const res = await h.inject(url);
+      expectText(res, 503, /database is unavailable/);
+      expect(res.headers['retry-after']).toBe('5');
+      other.exec('ROLLBACK');
+      expectText(await h.inject(url), 200, 'OK');
+    } finally {
+      if (other.inTransaction) other.exec('ROLLBACK');
+      other.close();
+      await h.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
