@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { listPartitions, lockPartitions } from './partitions.js';
 import { quoteIdent, withClient } from './pool.js';
+import { pruneCarriers } from './records.js';
 
 /**
  * Retention: removes every message record created before `cutoff`, with its receipt events, deliveries and
@@ -19,6 +20,7 @@ export async function prune(
   let removed = 0;
   await withClient(pool, async (client) => {
     await pruneEvents(client, cutoff);
+    await pruneCarriers(client, cutoff);
     const partitions = await listPartitions(client);
     for (const partition of partitions) {
       if (partition.to > cutoff.getTime()) break;
