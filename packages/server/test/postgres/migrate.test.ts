@@ -28,7 +28,7 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL migrate()', () => {
     expect(await stores[1]?.hasAccounts()).toBe(false);
   });
 
-  it('leads every primary key and index with account_id, but those on accounts and the relay queue', async () => {
+  it('leads every primary key and index with account_id, but those on accounts, the relay queue and routes', async () => {
     stores.push(openStore(schema));
     await stores[0]?.migrate();
     const indexes = await sql<{ table: string; index: string; first: string }>(
@@ -50,7 +50,15 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL migrate()', () => {
         // it is), so its index leads with the due time.
         r.index !== 'deliveries_due' &&
         // One row for the whole database: the fingerprint of its pepper.
-        r.table !== 'pepper_fingerprint',
+        r.table !== 'pepper_fingerprint' &&
+        // A route serves several accounts and its carrier ids are its SMSC's: a pair is found by route, and a
+        // receipt parked under it has no account until a recipient claims the pair (CONTRACT §12).
+        ![
+          'carrier_ids_pkey',
+          'parked_receipts_pkey',
+          'parked_receipts_carrier',
+          'parked_receipts_carrier_age',
+        ].includes(r.index),
     );
     expect(offenders).toEqual([]);
   });

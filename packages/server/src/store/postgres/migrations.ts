@@ -249,7 +249,7 @@ export const MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (route, carrier_id),
         CONSTRAINT carrier_ids_recipient UNIQUE (account_id, message_id, channel_user_id)
       );
-      CREATE INDEX carrier_ids_prune ON carrier_ids (created_at);
+      CREATE INDEX carrier_ids_prune ON carrier_ids (account_id, created_at);
 
       -- A parked receipt waits either for a recipient of an account's message id (account_id, message_id) or
       -- for whichever recipient claims a route's carrier id (route, carrier_id), never both. The primary key

@@ -309,7 +309,8 @@ export async function holdersOnRoute(
 export async function pruneCarriers(client: pg.PoolClient, cutoff: Date): Promise<void> {
   await client.query({
     name: 'wb_prune_carriers',
-    text: 'DELETE FROM carrier_ids WHERE created_at < $1',
+    // Walks the accounts, so each one's range of the (account_id, created_at) index is read.
+    text: `DELETE FROM carrier_ids c USING accounts a WHERE c.account_id = a.id AND c.created_at < $1`,
     values: [cutoff.toISOString()],
   });
 }
