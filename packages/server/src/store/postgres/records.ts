@@ -235,13 +235,20 @@ export async function lockCarriers(
   if (pairs.length === 0 && records.length === 0) return [];
   const result = await client.query<CarrierRow>({
     name: 'wb_lock_carriers',
+    // The pairs named, and those the records hold, as one set of primary keys: each side an index probe (an OR
+    // of the two conditions would read the whole table).
     text: `SELECT c.route, c.carrier_id, c.account_id, c.message_id, c.channel_user_id
            FROM carrier_ids c
-           WHERE (c.route, c.carrier_id) IN (SELECT * FROM unnest($2::text[], $3::text[]))
-              OR (c.account_id = $1
-                  AND (c.message_id, c.channel_user_id) IN (SELECT * FROM unnest($4::text[], $5::text[])))
+           JOIN (
+             SELECT * FROM unnest($2::text[], $3::text[]) AS p (route, carrier_id)
+             UNION
+             SELECT h.route, h.carrier_id FROM carrier_ids h
+             JOIN unnest($4::text[], $5::text[]) AS r (message_id, channel_user_id)
+               ON h.message_id = r.message_id AND h.channel_user_id = r.channel_user_id
+             WHERE h.account_id = $1
+           ) k ON c.route = k.route AND c.carrier_id = k.carrier_id
            ORDER BY c.route, c.carrier_id
-           FOR UPDATE`,
+           FOR UPDATE OF c`,
     values: [
       accountId,
       pairs.map((p) => p.route),
