@@ -171,8 +171,10 @@ export interface IngestStore {
   /**
    * Applies a batch of messages in order, in one transaction, all or nothing (domain/plan-messages.ts). Returns
    * item errors for every item that cannot apply (an identity owned by another contact, a contact that already
-   * has another identity on that channel, a record that exists on another channel) and then writes nothing.
-   * Parked receipts of new recipients are applied in the same transaction, with their events and deliveries.
+   * has another identity on that channel, a record that exists on another channel, a carrier pair
+   * `sms.carrier` that another recipient of any account holds) and then writes nothing. Parked receipts of new
+   * recipients, and those parked under a carrier pair a recipient claims, are applied in the same transaction,
+   * with their events and deliveries.
    * Throws {@link UnknownAccountError} when the account does not exist.
    */
   ingestMessages(

@@ -43,6 +43,7 @@ export interface CarrierReceiptPlan {
   park: CarrierReceiptInput[];
 }
 
+/** Whether a route limited to `accounts` may touch the records of this account. */
 export const mayTouch = (accounts: RouteAccounts, accountId: string): boolean =>
   accounts === null || accounts.length === 0 || accounts.includes(accountId);
 

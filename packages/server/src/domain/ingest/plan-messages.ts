@@ -2,6 +2,7 @@ import { type PlannedEvent, type RecipientRef, settleDeliveries } from '../deliv
 import { newId } from '../ids.js';
 import type { StoredMessage } from '../records.js';
 import type { Channel } from '../vocabulary.js';
+import { mayTouch } from './plan-carrier-receipts.js';
 import {
   applyParked,
   carrierPairKey,
@@ -208,9 +209,8 @@ export function planMessages(
   const log = new EventLog(now);
   plan.carriers = carriers.changes(written);
   plan.unparked = applyParked(state.parked, written, fresh, log, {
-    parked: state.parkedCarrier.filter(
-      (p) => p.accounts === null || p.accounts.length === 0 || p.accounts.includes(state.accountId),
-    ),
+    // A receipt parked by a route limited to some accounts waits for a recipient of one of them.
+    parked: state.parkedCarrier.filter((p) => mayTouch(p.accounts, state.accountId)),
     claimed: new Map(
       plan.carriers.claim.map((c) => [carrierPairKey(c.route, c.carrierId), recordKey(c.messageId, c.to)]),
     ),
