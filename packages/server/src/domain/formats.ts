@@ -7,6 +7,8 @@ const CREDENTIAL = /^[A-Za-z0-9]{8}$/;
 const MESSAGE_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 const PHONE = /^[1-9][0-9]{5,14}$/;
 const NETWORK = /^[0-9]{5,6}$/;
+const ROUTE_NAME = /^[a-z0-9-]{1,32}$/;
+const CARRIER_MESSAGE_ID = /^[\x20-\x7e]{1,64}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 // Control characters (C0, DEL, C1) and every Unicode white space are refused in a channel user id.
 const BAD_USER_ID_CHAR = /[\p{Cc}\s\u2028\u2029]/u;
@@ -17,6 +19,10 @@ export const isCampaignId = (value: string): boolean => MESSAGE_ID.test(value);
 export const isPhoneNumber = (value: string): boolean => PHONE.test(value);
 export const isNetwork = (value: string): boolean => NETWORK.test(value);
 export const isUuid = (value: string): boolean => UUID.test(value);
+/** A route's name (CONTRACT §12): 1-32 of a-z 0-9 -. */
+export const isRouteName = (value: string): boolean => ROUTE_NAME.test(value);
+/** A carrier's message id on a route (CONTRACT §12): 1-64 printable ASCII characters (space included). */
+export const isCarrierMessageId = (value: string): boolean => CARRIER_MESSAGE_ID.test(value);
 
 /** Matches a channel name case-insensitively; returns the canonical upper-case name, or null. */
 export function parseChannel(value: string): Channel | null {

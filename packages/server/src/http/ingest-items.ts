@@ -3,10 +3,12 @@ import { Compile } from 'typebox/compile';
 import {
   channelUserIdRule,
   isCampaignId,
+  isCarrierMessageId,
   isChannelUserId,
   isMessageId,
   isNetwork,
   isPhoneNumber,
+  isRouteName,
   isUuid,
   parseChannel,
 } from '../domain/formats.js';
@@ -82,6 +84,23 @@ export const MessageItemSchema = Type.Object(
           ),
           price: Type.Optional(Type.Number({ minimum: 0 })),
           counts: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_COUNTS })),
+          carrier: Type.Optional(
+            Type.Object(
+              {
+                route: Type.String({ description: 'The route the message went out on: 1-32 of a-z 0-9 -' }),
+                messageId: Type.String({
+                  description: "The id the route's SMSC gave this recipient: 1-64 printable ASCII characters",
+                }),
+              },
+              {
+                additionalProperties: false,
+                description:
+                  "The carrier's id of this recipient, which receipts from the route name it by. A (route, " +
+                  'messageId) pair belongs to one recipient of any account; a recipient holds one pair, and a ' +
+                  'new one replaces it',
+              },
+            ),
+          ),
         },
         { additionalProperties: false, description: 'Outbound SMS only' },
       ),
@@ -209,6 +228,13 @@ export function checkMessageItem(item: unknown): Checked<MessageUpsert> {
   if (item.sms?.network !== undefined && !isNetwork(item.sms.network)) {
     return bad('sms.network', 'sms.network must be 5-6 digits (MCC+MNC)');
   }
+  const carrier = item.sms?.carrier;
+  if (carrier !== undefined && !isRouteName(carrier.route)) {
+    return bad('sms.carrier.route', 'sms.carrier.route must be 1-32 characters of a-z 0-9 -');
+  }
+  if (carrier !== undefined && !isCarrierMessageId(carrier.messageId)) {
+    return bad('sms.carrier.messageId', 'sms.carrier.messageId must be 1-64 printable ASCII characters');
+  }
   const value: MessageUpsert = { id: item.id, channel, channelUserId: item.channelUserId };
   if (item.createdAt !== undefined) {
     const createdAt = parseRfc3339(item.createdAt);
@@ -231,6 +257,7 @@ export function checkMessageItem(item: unknown): Checked<MessageUpsert> {
     if (item.sms.network !== undefined) sms.network = item.sms.network;
     if (item.sms.price !== undefined) sms.price = item.sms.price;
     if (item.sms.counts !== undefined) sms.counts = item.sms.counts;
+    if (carrier !== undefined) sms.carrier = { route: carrier.route, messageId: carrier.messageId };
     value.sms = sms;
   }
   return { ok: true, value };

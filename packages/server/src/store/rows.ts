@@ -1,8 +1,9 @@
 import type { AttemptRecord, Delivery, DeliveryState } from '../domain/deliveries/delivery.js';
 import type { ReceiptEvent } from '../domain/deliveries/events.js';
+import type { CarrierClaim } from '../domain/ingest/plan-messages.js';
 import { conversationKey, identityKey } from '../domain/ingest/plan-messages.js';
-import type { ParkedReceipt } from '../domain/ingest/plan-receipts.js';
-import type { ReceiptInput } from '../domain/ingest/precedence.js';
+import type { ParkedCarrierReceipt, ParkedReceipt } from '../domain/ingest/plan-receipts.js';
+import type { CarrierReceiptInput, ReceiptInput } from '../domain/ingest/precedence.js';
 import type {
   Account,
   AccountWithSecret,
@@ -168,6 +169,29 @@ export interface ParkedRow<C extends ColumnTypes> {
   parked_at: C['time'];
 }
 
+/** A parked carrier receipt: as {@link ParkedRow}, with the route it came from (the JSON has the rest). */
+export interface ParkedCarrierRow<C extends ColumnTypes> extends ParkedRow<C> {
+  route: string;
+}
+
+/** A row of `carrier_ids`: a carrier pair and the recipient holding it. */
+export interface CarrierRow {
+  route: string;
+  carrier_id: string;
+  account_id: string;
+  message_id: string;
+  channel_user_id: string;
+}
+
+/** A stored carrier pair as the message planner takes it (`MessageBatchState.carriers`). */
+export const carrierClaim = (row: CarrierRow): CarrierClaim => ({
+  route: row.route,
+  carrierId: row.carrier_id,
+  accountId: row.account_id,
+  messageId: row.message_id,
+  to: row.channel_user_id,
+});
+
 export interface IdentityRow {
   channel: string;
   channel_user_id: string;
@@ -309,6 +333,19 @@ export function rowMappers<C extends ColumnTypes>({ date, json }: Conversions<C>
       return {
         ref: row.ref,
         receipt: { ...raw, drTime: new Date(raw.drTime) },
+        parkedAt: date(row.parked_at),
+      };
+    },
+    parkedCarrier: (row: ParkedCarrierRow<C>): ParkedCarrierReceipt => {
+      const { accounts, ...raw } = json(row.receipt) as Omit<CarrierReceiptInput, 'drTime'> & {
+        drTime: number | string;
+        accounts: string[] | null;
+      };
+      return {
+        ref: row.ref,
+        route: row.route,
+        receipt: { ...raw, drTime: new Date(raw.drTime) },
+        accounts: accounts ?? null,
         parkedAt: date(row.parked_at),
       };
     },

@@ -1,8 +1,10 @@
 import type { AttemptOutcome } from '../domain/deliveries/attempt-outcome.js';
 import type { Delivery, DeliveryDetail, DeliveryState } from '../domain/deliveries/delivery.js';
 import type { ReceiptEvent } from '../domain/deliveries/events.js';
+import type { CarrierReceiptResult, RouteAccounts } from '../domain/ingest/plan-carrier-receipts.js';
 import type {
   BatchOutcome,
+  CarrierReceiptInput,
   MessageUpsert,
   ReceiptInput,
   ReceiptOutcome,
@@ -36,6 +38,16 @@ export interface IngestOptions {
   dryRun?: boolean;
   /** Parked receipts that arrived before this instant are expired: never applied. @default no expiry */
   parkedSince?: Date;
+}
+
+/** How a batch of a route's receipts runs. */
+export interface CarrierReceiptOptions {
+  /**
+   * The accounts the route may touch (its `accounts`, CONTRACT §12): a receipt whose recipient belongs to
+   * another account is `forbidden` and writes nothing, and a parked one applies only to a recipient of these.
+   * @default any account
+   */
+  accounts?: RouteAccounts;
 }
 
 /**
@@ -194,8 +206,10 @@ export interface IngestStore {
   /**
    * Applies a batch of messages in order, in one transaction, all or nothing (domain/plan-messages.ts). Returns
    * item errors for every item that cannot apply (an identity owned by another contact, a contact that already
-   * has another identity on that channel, a record that exists on another channel) and then writes nothing.
-   * Parked receipts of new recipients are applied in the same transaction, with their events and deliveries.
+   * has another identity on that channel, a record that exists on another channel, a carrier pair
+   * `sms.carrier` that another recipient of any account holds) and then writes nothing. Parked receipts of new
+   * recipients, and those parked under a carrier pair a recipient claims, are applied in the same transaction,
+   * with their events and deliveries.
    * Throws {@link UnknownAccountError} when the account does not exist.
    */
   ingestMessages(
@@ -216,6 +230,21 @@ export interface IngestStore {
     now: Date,
     options?: IngestOptions,
   ): Promise<BatchOutcome<ReceiptOutcome>>;
+  /**
+   * Applies a batch of one route's receipts, each naming its recipient by the carrier id the route gave it
+   * (CONTRACT §12 "Correlation"), in order, in one transaction (domain/ingest/plan-carrier-receipts.ts). The
+   * recipient holding `(route, carrierId)` may be of any account the route may touch; the receipt goes through
+   * the same precedence, events and deliveries as {@link ingestReceipts}. One whose pair no recipient holds yet
+   * is parked (a replay is parked once) and applied when a message ingest claims the pair within the park
+   * window. Returns what became of each item, in order, with the matched recipient and its account. The one
+   * entry point of every intake adapter (SMPP binds, Kannel, Jasmin).
+   */
+  ingestCarrierReceipts(
+    route: string,
+    items: CarrierReceiptInput[],
+    now: Date,
+    options?: CarrierReceiptOptions,
+  ): Promise<CarrierReceiptResult[]>;
 }
 
 /** The query endpoints' reads: /dlr, the message queries, the receipt feed. */

@@ -201,6 +201,59 @@ describe.each(engines())('$name operator API: ingest', (engine) => {
       ['a negative sms.price', { id: 'x', channel: 'SMS', channelUserId: ALICE, sms: { price: -1 } }],
       ['sms.counts 0', { id: 'x', channel: 'SMS', channelUserId: ALICE, sms: { counts: 0 } }],
       ['an unknown field in sms', { id: 'x', channel: 'SMS', channelUserId: ALICE, sms: { statu: '0' } }],
+      [
+        'an upper-case sms.carrier.route',
+        {
+          id: 'x',
+          channel: 'SMS',
+          channelUserId: ALICE,
+          sms: { carrier: { route: 'SMSC', messageId: 'c' } },
+        },
+      ],
+      [
+        'a 33-character sms.carrier.route',
+        {
+          id: 'x',
+          channel: 'SMS',
+          channelUserId: ALICE,
+          sms: { carrier: { route: 'r'.repeat(33), messageId: 'c' } },
+        },
+      ],
+      [
+        'an empty sms.carrier.messageId',
+        { id: 'x', channel: 'SMS', channelUserId: ALICE, sms: { carrier: { route: 'smsc', messageId: '' } } },
+      ],
+      [
+        'a 65-character sms.carrier.messageId',
+        {
+          id: 'x',
+          channel: 'SMS',
+          channelUserId: ALICE,
+          sms: { carrier: { route: 'smsc', messageId: 'c'.repeat(65) } },
+        },
+      ],
+      [
+        'a non-ASCII sms.carrier.messageId',
+        {
+          id: 'x',
+          channel: 'SMS',
+          channelUserId: ALICE,
+          sms: { carrier: { route: 'smsc', messageId: 'é' } },
+        },
+      ],
+      [
+        'an sms.carrier without its route',
+        { id: 'x', channel: 'SMS', channelUserId: ALICE, sms: { carrier: { messageId: 'c' } } },
+      ],
+      [
+        'an unknown field in sms.carrier',
+        {
+          id: 'x',
+          channel: 'SMS',
+          channelUserId: ALICE,
+          sms: { carrier: { route: 'smsc', messageId: 'c', account: 'a' } },
+        },
+      ],
       ['an item that is not an object', 'x'],
       ['a null item', null],
     ];
@@ -223,6 +276,52 @@ describe.each(engines())('$name operator API: ingest', (engine) => {
       expect(details[0]).toContain('colour');
       expect(await records(['g-0', 'b-1', 'g-2', 'b-3', 'b-4', 'g-5'])).toStrictEqual([]);
       expect(await history({ channel: 'SMS', channelUserId: ALICE })).toStrictEqual([]);
+    });
+
+    describe('carrier ids (sms.carrier)', () => {
+      const carried = (id: string, to: string, messageId: string) => ({
+        id,
+        channel: 'SMS',
+        channelUserId: to,
+        sms: { status: '0', carrier: { route: 'smsc-1', messageId } },
+      });
+
+      it('takes the pair the route gave a recipient, and a receipt from the route finds it', async () => {
+        // Printable ASCII, spaces included, as an SMSC may mint it.
+        await ingestOk([carried('m-1', ALICE, 'A1 b/2'), carried('m-1', BOB, 'A1 b/3')]);
+        await ingestOk([carried('m-1', ALICE, 'A1 b/2')]);
+        const results = await h().store.ingestCarrierReceipts(
+          'smsc-1',
+          [{ carrierId: 'A1 b/3', drStatuscode: 'delivered', drErrcode: '0', drTime: new Date(at(2)) }],
+          new Date(START),
+        );
+        expect(results).toStrictEqual([
+          { outcome: 'applied', accountId: acct.id, messageId: 'm-1', to: BOB },
+        ]);
+        const items = await dlr('m-1');
+        expect(items.map((i) => [i.to, i.drStatuscode ?? null, i.drTime ?? null])).toStrictEqual([
+          [ALICE, null, null],
+          [BOB, 'delivered', drAt(2)],
+        ]);
+      });
+
+      it('refuses a pair another recipient holds, naming the pair, and writes nothing', async () => {
+        await ingestOk([carried('m-1', ALICE, 'c-1')]);
+        const res = await ingest([
+          { id: 'g-0', channel: 'SMS', channelUserId: BOB },
+          carried('m-2', BOB, 'c-1'),
+        ]);
+        const [detail] = expectItemErrors(res, [1]);
+        expect(detail).toBe(`carrier id "c-1" on route smsc-1 already belongs to message m-1 to ${ALICE}`);
+        expect((res.json() as { errors: { param?: string }[] }).errors[0]?.param).toBe('sms.carrier');
+        expect(await records(['g-0', 'm-2'])).toStrictEqual([]);
+      });
+
+      it('names a taken pair beside malformed items in one answer', async () => {
+        await ingestOk([carried('m-1', ALICE, 'c-1')]);
+        const res = await ingest([carried('m-2', BOB, 'c-1'), { id: 'b', channel: 'SMS' }]);
+        expectItemErrors(res, [0, 1]);
+      });
     });
 
     describe('contacts and identities', () => {

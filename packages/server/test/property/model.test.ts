@@ -15,7 +15,8 @@ import {
 
 /**
  * A model-based test of the read and write paths together (the "Hardening" issue): random sequences over two
- * accounts of ingests, receipts (early ones parked), queries, cursor walks, secret rotation and cursor misuse.
+ * accounts of ingests, receipts (early ones parked), receipts from a route matched by carrier id (CONTRACT §12,
+ * the pairs shared by both accounts), queries, cursor walks, secret rotation and cursor misuse.
  * A small in-memory model written from CONTRACT §2–§5, §9 and §10 predicts every answer; each real answer must
  * equal it, so neither account can ever see the other's data (both use the same message ids and numbers).
  *
@@ -153,7 +154,6 @@ class AccountModel {
   readonly records = new Map<string, Rec>();
   seq = 0;
   parked: Parked[] = [];
-  nextRef = 0;
   readonly events: Event[] = [];
   /** UUIDs the server minted, learned at first sight: contact token → UUID, (token, channel) → conversation. */
   readonly contactIds = new Map<string, string>();
@@ -176,11 +176,27 @@ class AccountModel {
   }
 }
 
+/** A receipt from the route, parked until a recipient claims its carrier id. */
+interface ParkedCarrier {
+  fingerprint: string;
+  carrierId: string;
+  receipt: ReceiptIn;
+  parkedAt: number;
+  ref: number;
+}
+
 interface Model {
   now: number;
   /** The base of generated times; moved past every earlier time by a long clock jump. */
   epoch: number;
   accounts: [AccountModel, AccountModel];
+  /** This sequence's route: carrier pairs are global, and the harness outlives a sequence. */
+  route: string;
+  /** Who holds each carrier id on the route: an account and a record key. */
+  carriers: Map<string, { acct: 0 | 1; key: string }>;
+  parkedCarrier: ParkedCarrier[];
+  /** Parked receipts of both kinds and accounts share one numbering, as in the store. */
+  nextRef: number;
 }
 interface Real {
   h: Harness;
@@ -438,6 +454,8 @@ interface ItemSpec {
   content: Record<string, unknown> | null | undefined;
   status: Settable | undefined;
   sms: { status?: SendStatus; network?: string; price?: number; counts?: number } | undefined;
+  /** Outbound SMS: claims carrier id `c<carrier>.<contact>` on the sequence's route. */
+  carrier: number | undefined;
   createdAt: number | undefined;
 }
 
@@ -453,6 +471,11 @@ function planMessages(
   const records = new Map(a.records);
   let seq = a.seq;
   const errors: number[] = [];
+  const acct = m.accounts.indexOf(a) as 0 | 1;
+  // Carrier pairs (CONTRACT §12): one recipient of either account per pair, one pair per recipient.
+  const holders = new Map(m.carriers);
+  const heldBy = new Map<string, string>();
+  for (const [cid, h] of holders) if (h.acct === acct) heldBy.set(h.key, cid);
   const written = new Map<string, Rec>();
   const fresh = new Set<string>();
   items.forEach((item, index) => {
@@ -525,6 +548,23 @@ function planMessages(
         existing?.createdAt ?? (item.createdAt !== undefined ? Date.parse(item.createdAt as string) : m.now),
       seq: existing?.seq ?? ++seq,
     };
+    const cid = (item.sms as { carrier?: { messageId: string } } | undefined)?.carrier?.messageId;
+    const current = heldBy.get(key);
+    if (!rec.sms) {
+      if (current !== undefined) holders.delete(current);
+      heldBy.delete(key);
+    } else if (cid !== undefined) {
+      const holder = holders.get(cid);
+      if (holder && !(holder.acct === acct && holder.key === key)) {
+        errors.push(index);
+        return;
+      }
+      if (!holder) {
+        if (current !== undefined) holders.delete(current);
+        holders.set(cid, { acct, key });
+        heldBy.set(key, cid);
+      }
+    }
     if (!existing) fresh.add(key);
     records.set(key, rec);
     written.set(key, rec);
@@ -536,14 +576,30 @@ function planMessages(
   const firstRecipient = new Map<string, string>();
   for (const [key, r] of written)
     if (r.sms && fresh.has(key) && !firstRecipient.has(r.id)) firstRecipient.set(r.id, key);
-  const ordered = [...live].sort((x, y) => x.receipt.drTime - y.receipt.drTime || x.ref - y.ref);
+  // Carrier receipts parked for a pair this batch claimed (not one its recipient held already).
+  const claimed = new Map<string, string>();
+  for (const [cid, h] of holders) {
+    const before = m.carriers.get(cid);
+    if (h.acct === acct && !(before?.acct === acct && before.key === h.key)) claimed.set(cid, h.key);
+  }
+  const waiting = [
+    ...live.map((p) => ({
+      ref: p.ref,
+      receipt: p.receipt,
+      key:
+        p.receipt.to === undefined
+          ? firstRecipient.get(p.receipt.messageId)
+          : recordKey(p.receipt.messageId, p.receipt.to),
+    })),
+    ...m.parkedCarrier
+      .filter((p) => p.parkedAt >= m.now - PARK_MS && claimed.has(p.carrierId))
+      .map((p) => ({ ref: p.ref, receipt: p.receipt, key: claimed.get(p.carrierId) })),
+  ];
+  const ordered = waiting.sort((x, y) => x.receipt.drTime - y.receipt.drTime || x.ref - y.ref);
   const consumed = new Set<number>();
   const events: Event[] = [];
   for (const p of ordered) {
-    const key =
-      p.receipt.to === undefined
-        ? firstRecipient.get(p.receipt.messageId)
-        : recordKey(p.receipt.messageId, p.receipt.to);
+    const key = p.key;
     const r = key === undefined ? undefined : written.get(key);
     if (key === undefined || !r?.sms) continue;
     consumed.add(p.ref);
@@ -567,6 +623,10 @@ function planMessages(
       for (const [k, v] of records) a.records.set(k, v);
       a.seq = seq;
       a.parked = a.parked.filter((p) => !consumed.has(p.ref));
+      m.parkedCarrier = m.parkedCarrier.filter((p) => !consumed.has(p.ref));
+      if (claimed.size > 0) count('carrier ids claimed', claimed.size);
+      m.carriers.clear();
+      for (const [k, v] of holders) m.carriers.set(k, v);
       a.events.push(...events);
     },
   };
@@ -608,6 +668,9 @@ class IngestCommand implements fc.AsyncCommand<Model, Real> {
         if (s.content !== undefined) item.content = s.content;
         if (channel !== 'SMS' && !inbound && s.status !== undefined) item.status = s.status;
         if (channel === 'SMS' && !inbound && s.sms !== undefined) item.sms = s.sms;
+        if (channel === 'SMS' && !inbound && s.carrier !== undefined) {
+          item.sms = { ...s.sms, carrier: { route: m.route, messageId: `c${s.carrier}.${contact}` } };
+        }
         if (s.createdAt !== undefined) item.createdAt = new Date(m.epoch + s.createdAt * 1000).toISOString();
         return item;
       });
@@ -624,7 +687,7 @@ class IngestCommand implements fc.AsyncCommand<Model, Real> {
       headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
       payload: { messages: items },
     });
-    count(planned.outcome.ok ? 'ingest accepted' : 'ingest refused (contact rules)');
+    count(planned.outcome.ok ? 'ingest accepted' : 'ingest refused (contact or carrier rules)');
     if (planned.outcome.ok) {
       expectStatus(res, 200, `${this} ${JSON.stringify(items)}`);
       expect(res.json()).toStrictEqual({ accepted: items.length });
@@ -755,11 +818,81 @@ class ReceiptsCommand implements fc.AsyncCommand<Model, Real> {
     for (const [fp, r] of park) {
       // A replay of a receipt already parked is parked once (CONTRACT §9).
       if (!a.parked.some((p) => p.fingerprint === fp)) {
-        a.parked.push({ fingerprint: fp, receipt: r, parkedAt: m.now, ref: a.nextRef++ });
+        a.parked.push({ fingerprint: fp, receipt: r, parkedAt: m.now, ref: m.nextRef++ });
       }
     }
   }
   toString = () => `receipts(${'AB'[this.acct]}, ${JSON.stringify(this.specs)})`;
+}
+
+interface CarrierReceiptSpec {
+  /** The receipt names carrier id `c<carrier>.<contact>` on the sequence's route. */
+  carrier: number;
+  contact: number;
+  code: Code;
+  errcode: string | undefined;
+  /** Seconds after the epoch, or undefined for "now". */
+  drTime: number | undefined;
+  network: string | undefined;
+}
+
+/** Receipts from the route (SMPP, gateways): matched by carrier id in either account, or parked. */
+class CarrierReceiptsCommand implements fc.AsyncCommand<Model, Real> {
+  constructor(readonly specs: CarrierReceiptSpec[]) {}
+  check = () => true;
+  async run(m: Model, real: Real): Promise<void> {
+    figures.commands++;
+    const records = m.accounts.map((a) => new Map(a.records));
+    const events: Event[][] = [[], []];
+    const park = new Map<string, { carrierId: string; receipt: ReceiptIn }>();
+    const expected: unknown[] = [];
+    const items = this.specs.map((s) => {
+      const carrierId = `c${s.carrier}.${s.contact}`;
+      const drTime = s.drTime === undefined ? m.now : m.epoch + s.drTime * 1000;
+      const input: ReceiptIn = { messageId: '', code: s.code, errcode: s.errcode ?? '0', drTime };
+      if (s.network !== undefined) input.network = s.network;
+      const holder = m.carriers.get(carrierId);
+      const target = holder && records[holder.acct]?.get(holder.key);
+      if (!holder || !target?.sms) {
+        const fp = JSON.stringify([carrierId, input.code, input.errcode, drTime, input.network ?? null]);
+        if (!park.has(fp)) park.set(fp, { carrierId, receipt: input });
+        expected.push({ outcome: 'parked' });
+      } else {
+        const sms = applyReceipt(target.sms, input);
+        const a = m.accounts[holder.acct];
+        const matched = { accountId: a.account.id, messageId: target.id, to: target.channelUserId };
+        if (sms) {
+          const updated = { ...target, sms };
+          records[holder.acct]?.set(holder.key, updated);
+          events[holder.acct]?.push({ item: dlrItem(updated), recordedAt: m.now });
+        }
+        expected.push({ outcome: sms ? 'applied' : 'ignored', ...matched });
+      }
+      return {
+        carrierId,
+        drStatuscode: s.code,
+        drErrcode: input.errcode as '0',
+        drTime: new Date(drTime),
+        ...(s.network === undefined ? {} : { network: s.network }),
+      };
+    });
+    figures.requests++;
+    const got = await real.h.store.ingestCarrierReceipts(m.route, items, new Date(m.now));
+    expect(got, `${this}`).toStrictEqual(expected);
+    for (const r of expected as { outcome: string }[]) count(`carrier receipts ${r.outcome}`);
+    m.accounts.forEach((a, i) => {
+      a.records.clear();
+      for (const [k, v] of records[i] ?? []) a.records.set(k, v);
+      a.events.push(...(events[i] ?? []));
+    });
+    for (const [fp, { carrierId, receipt }] of park) {
+      const already = m.parkedCarrier.find((p) => p.fingerprint === fp);
+      // A replay is parked once, its park time restarted.
+      if (already) already.parkedAt = m.now;
+      else m.parkedCarrier.push({ fingerprint: fp, carrierId, receipt, parkedAt: m.now, ref: m.nextRef++ });
+    }
+  }
+  toString = () => `carrierReceipts(${JSON.stringify(this.specs)})`;
 }
 
 /** The id of the n-th (mod count) record the account has, or the id of the pool when it has none. */
@@ -1088,6 +1221,7 @@ const itemSpec: fc.Arbitrary<ItemSpec> = fc.record({
       { requiredKeys: [] },
     ),
   ),
+  carrier: maybe(fc.integer({ min: 0, max: 2 }), 3),
   createdAt: maybe(seconds, 3),
 });
 
@@ -1120,6 +1254,7 @@ const SEED_ITEMS: ItemSpec[] = IDS.slice(0, SEEDED_IDS).flatMap((_, id): ItemSpe
     content: undefined,
     status: undefined,
     sms: undefined,
+    carrier: undefined,
     createdAt: id,
   },
   {
@@ -1136,9 +1271,19 @@ const SEED_ITEMS: ItemSpec[] = IDS.slice(0, SEEDED_IDS).flatMap((_, id): ItemSpe
     content: { n: id },
     status: id === 1 ? 'read' : undefined,
     sms: undefined,
+    carrier: undefined,
     createdAt: 1,
   },
 ]);
+
+const carrierReceiptSpec: fc.Arbitrary<CarrierReceiptSpec> = fc.record({
+  carrier: fc.integer({ min: 0, max: 3 }),
+  contact: contactIndex,
+  code: fc.constantFrom(...CODES),
+  errcode: fc.constantFrom<string | undefined>(undefined, '0', '3'),
+  drTime: maybe(fc.integer({ min: 0, max: 6 }), 4),
+  network: maybe(fc.constantFrom('23410', '310260'), 4),
+});
 
 const earlyReceiptSpec: fc.Arbitrary<ReceiptSpec> = fc
   .tuple(receiptSpec, fc.integer({ min: SEEDED_IDS, max: IDS.length - 1 }))
@@ -1166,6 +1311,8 @@ const commandArbitraries = [
   fc
     .tuple(acct, fc.array(earlyReceiptSpec, { minLength: 1, maxLength: 3 }))
     .map(([a, s]) => new ReceiptsCommand(a, s)),
+  fc.array(carrierReceiptSpec, { minLength: 1, maxLength: 3 }).map((s) => new CarrierReceiptsCommand(s)),
+  fc.array(carrierReceiptSpec, { minLength: 1, maxLength: 3 }).map((s) => new CarrierReceiptsCommand(s)),
   fc.tuple(acct, idIndex, maybe(fc.nat(20), 4)).map(([a, id, pick]) => new DlrCommand(a, id, pick)),
   fc
     .tuple(
@@ -1252,6 +1399,10 @@ describe.each(engines())('$name: model-based sequences over two accounts', (engi
                 now: clock.now,
                 epoch: clock.now,
                 accounts: [new AccountModel(a, conversations), new AccountModel(b, conversations)],
+                route: `model-${figures.sequences}`,
+                carriers: new Map(),
+                parkedCarrier: [],
+                nextRef: 0,
               };
               // The same opening in both accounts: same ids, same numbers, so any leak between them shows.
               for (const i of [0, 1] as const) await new IngestCommand(i, SEED_ITEMS).run(model, { h });

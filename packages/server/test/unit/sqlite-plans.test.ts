@@ -60,7 +60,7 @@ describe('SQLite query plans', () => {
     const scans = [...all].filter(
       ([name, plan]) =>
         !WHOLE_ACCOUNT.test(name) &&
-        /\bSCAN (messages|identities|conversations|contacts|receipt_events|deliveries|delivery_attempts|parked_receipts)\b/.test(
+        /\bSCAN (messages|identities|conversations|contacts|receipt_events|deliveries|delivery_attempts|parked_receipts|carrier_ids)\b/.test(
           plan,
         ),
     );
@@ -72,6 +72,17 @@ describe('SQLite query plans', () => {
       ([name, plan]) => !WHOLE_ACCOUNT.test(name) && /SEARCH \w+ USING [^(]*\(account_id=\?\)/.test(plan),
     );
     expect(wide).toEqual([]);
+  });
+
+  it('finds carrier pairs by the pair, and a recipient’s pair by the recipient', () => {
+    for (const name of ['records.carriersOfPairs', 'records.holdersOnRoute', 'records.releaseCarrier']) {
+      expect(all.get(name)).toMatch(/carrier_ids USING PRIMARY KEY \(route=\? AND carrier_id=\?\)/);
+    }
+    expect(all.get('records.carriersOfRecords')).toMatch(
+      /\(account_id=\? AND message_id=\? AND channel_user_id=\?\)/,
+    );
+    expect(all.get('parked.parkedOfPairs')).toMatch(/parked_receipts_carrier \(route=\? AND carrier_id=\?\)/);
+    expect(all.get('prune.carriers')).toMatch(/carrier_ids_prune \(created_at<\?\)/);
   });
 
   it('reads a contact’s identities through the (account, contact) index', () => {

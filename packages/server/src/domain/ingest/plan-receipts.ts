@@ -3,7 +3,9 @@ import type { StoredMessage } from '../records.js';
 import { toDlrItem } from '../wire.js';
 import {
   applyReceipt,
+  type CarrierReceiptInput,
   type ItemError,
+  type ReceiptFields,
   type ReceiptInput,
   type ReceiptOutcome,
   receiptTarget,
@@ -22,6 +24,20 @@ export interface ParkedReceipt {
   parkedAt: Date;
 }
 
+/**
+ * A receipt from a route whose carrier id no recipient held yet (CONTRACT §12 "Correlation"): it waits for a
+ * recipient to claim `(route, receipt.carrierId)`. Not of any account until then.
+ */
+export interface ParkedCarrierReceipt {
+  /** The store's handle of the parked row; parked receipts of either kind share one numbering. */
+  ref: number;
+  route: string;
+  receipt: CarrierReceiptInput;
+  /** The accounts the route may touch, as it was when the receipt parked; null: any account. */
+  accounts: readonly string[] | null;
+  parkedAt: Date;
+}
+
 /** What a receipt batch needs loaded. */
 export interface ReceiptBatchState {
   /** Outbound SMS recipients by message id, in the order they were first ingested (as /dlr lists them). */
@@ -32,6 +48,8 @@ export interface ReceiptBatchState {
 
 export interface ReceiptPlan {
   outcome: ReceiptOutcome;
+  /** What became of each item, in order. */
+  results: ('applied' | 'ignored' | 'unknown')[];
   /** Recipients whose SMS state changed, once each, in their final state. Only SMS and receipt fields differ. */
   updates: StoredMessage[];
   /** Events to record, in order; the store numbers them and queues their deliveries. */
@@ -55,7 +73,7 @@ export class EventLog {
   constructor(private readonly now: Date) {}
 
   /** Applies `receipt` to `recipient` under the precedence rule; returns the new state, or null if ignored. */
-  apply(recipient: StoredMessage, receipt: ReceiptInput): StoredMessage | null {
+  apply(recipient: StoredMessage, receipt: ReceiptFields): StoredMessage | null {
     if (!recipient.sms) return null;
     const sms = applyReceipt(recipient.sms, receipt);
     if (sms === null) return null;
@@ -99,6 +117,7 @@ export function planReceipts(
   const current = new Map<string, StoredMessage[]>();
   const changed = new Map<string, StoredMessage>();
   const park = new Map<string, ReceiptInput>();
+  const results: ReceiptPlan['results'] = [];
   items.forEach((item, index) => {
     let list = current.get(item.messageId);
     if (!list) {
@@ -113,13 +132,16 @@ export function planReceipts(
     if (!target?.sms) {
       outcome.unknown.push({ messageId: item.messageId, to: item.to ?? null });
       park.set(receiptFingerprint(item), item);
+      results.push('unknown');
       return;
     }
     const updated = log.apply(target, item);
     if (updated === null) {
       outcome.ignored++;
+      results.push('ignored');
       return;
     }
+    results.push('applied');
     list[list.indexOf(target)] = updated;
     changed.set(recordKey(updated), updated);
     outcome.applied++;
@@ -130,6 +152,7 @@ export function planReceipts(
     ok: true,
     plan: {
       outcome,
+      results,
       updates: [...changed.values()],
       events: log.events,
       supersede,
@@ -141,8 +164,10 @@ export function planReceipts(
 /**
  * Applies parked receipts to the outbound SMS recipients a message batch wrote, oldest `drTime` first, through
  * the same precedence as any receipt. A parked receipt with a `to` waits for that recipient; one without
- * waits for the first recipient of its message id. Every parked receipt that meets its recipient is consumed,
- * applied or not. Expired ones are the store's to drop (it loads only live ones).
+ * waits for the first recipient of its message id; a carrier receipt waits for the recipient that claimed its
+ * pair in this batch (`claimed`: carrier pair key → record key, only pairs the route may reach in this account).
+ * Every parked receipt that meets its recipient is consumed, applied or not. Expired ones are the store's to
+ * drop (it loads only live ones).
  *
  * @returns the refs of consumed parked receipts; `records` is updated in place and events go to `log`.
  */
@@ -151,28 +176,44 @@ export function applyParked(
   records: Map<string, StoredMessage>,
   newRecipients: ReadonlySet<string>,
   log: EventLog,
+  carrier: { parked: readonly ParkedCarrierReceipt[]; claimed: ReadonlyMap<string, string> } = {
+    parked: [],
+    claimed: new Map(),
+  },
 ): number[] {
-  if (parked.length === 0) return [];
+  if (parked.length === 0 && carrier.parked.length === 0) return [];
   const firstRecipientOf = new Map<string, string>();
   for (const [key, record] of records) {
     if (record.sms && newRecipients.has(key) && !firstRecipientOf.has(record.id)) {
       firstRecipientOf.set(record.id, key);
     }
   }
-  const ordered = [...parked].sort(
-    (a, b) => a.receipt.drTime.getTime() - b.receipt.drTime.getTime() || a.ref - b.ref,
-  );
+  const waiting: { ref: number; receipt: ReceiptFields; key: string | undefined }[] = [
+    ...parked.map((p) => ({
+      ref: p.ref,
+      receipt: p.receipt,
+      key:
+        p.receipt.to === undefined
+          ? firstRecipientOf.get(p.receipt.messageId)
+          : recordKey({ id: p.receipt.messageId, channelUserId: p.receipt.to }),
+    })),
+    ...carrier.parked.map((p) => ({
+      ref: p.ref,
+      receipt: p.receipt,
+      key: carrier.claimed.get(carrierPairKey(p.route, p.receipt.carrierId)),
+    })),
+  ];
+  waiting.sort((a, b) => a.receipt.drTime.getTime() - b.receipt.drTime.getTime() || a.ref - b.ref);
   const consumed: number[] = [];
-  for (const p of ordered) {
-    const key =
-      p.receipt.to === undefined
-        ? firstRecipientOf.get(p.receipt.messageId)
-        : recordKey({ id: p.receipt.messageId, channelUserId: p.receipt.to });
+  for (const { ref, receipt, key } of waiting) {
     const recipient = key === undefined ? undefined : records.get(key);
     if (key === undefined || !recipient?.sms) continue;
-    consumed.push(p.ref);
-    const updated = log.apply(recipient, p.receipt);
+    consumed.push(ref);
+    const updated = log.apply(recipient, receipt);
     if (updated) records.set(key, updated);
   }
   return consumed;
 }
+
+/** The key of a carrier pair in the planners' maps. */
+export const carrierPairKey = (route: string, carrierId: string): string => `${route}\u0000${carrierId}`;

@@ -24,19 +24,51 @@ export interface MessageUpsert {
   text?: string | null;
   content?: Record<string, unknown> | null;
   status?: SettableStatus;
-  sms?: { status?: SendStatus; network?: string; price?: number; counts?: number };
+  sms?: {
+    status?: SendStatus;
+    network?: string;
+    price?: number;
+    counts?: number;
+    /** The id a route gave this recipient (CONTRACT §12 "Correlation"); replaces the pair it held before. */
+    carrier?: CarrierPair;
+  };
 }
 
-/** One receipt of a batch, checked and normalized (`drErrcode` defaulted to "0", `drTime` to now). */
-export interface ReceiptInput {
+/**
+ * A carrier's name for one recipient: the route it went out on and the id that route's SMSC gave it. A pair
+ * belongs to at most one recipient of any account (a carrier id is unique per SMSC, and a route may serve several
+ * accounts), and a recipient holds at most one pair.
+ */
+export interface CarrierPair {
+  /** The route's name: 1-32 of a-z 0-9 -. */
+  route: string;
+  /** The carrier's message id: 1-64 printable ASCII characters. */
   messageId: string;
-  to?: string;
+}
+
+/**
+ * A receipt that names its recipient only by the carrier id it came with, on the route it came from (SMPP
+ * binds, gateways): the route's side of {@link ReceiptInput}.
+ */
+export interface CarrierReceiptInput extends ReceiptFields {
+  /** The carrier's message id on the route. */
+  carrierId: string;
+}
+
+/** What a receipt says about its recipient, whichever way it names the recipient. */
+export interface ReceiptFields {
   drStatuscode: DrStatuscode;
   drErrcode: DrErrcode;
   drTime: Date;
   network?: string;
   price?: number;
   counts?: number;
+}
+
+/** One receipt of a batch, checked and normalized (`drErrcode` defaulted to "0", `drTime` to now). */
+export interface ReceiptInput extends ReceiptFields {
+  messageId: string;
+  to?: string;
 }
 
 /** A problem with one item of a batch; `index` is 0-based in the request. */
@@ -126,7 +158,7 @@ function rank(code: DrStatuscode | undefined): number {
  * Applies a receipt to one SMS recipient under the precedence of CONTRACT §5, or returns null when the receipt
  * is ignored (it then changes nothing at all). An applied receipt sets the send status to "0".
  */
-export function applyReceipt(current: SmsState, incoming: ReceiptInput): SmsState | null {
+export function applyReceipt(current: SmsState, incoming: ReceiptFields): SmsState | null {
   const held = current.receipt;
   const have = rank(held?.drStatuscode);
   const got = rank(incoming.drStatuscode);

@@ -12,6 +12,7 @@ const ACCOUNT_TABLES = [
   'deliveries',
   'receipt_events',
   'parked_receipts',
+  'carrier_ids',
   'message_keys',
   'messages',
   'identities',

@@ -10,11 +10,11 @@ import type { BatchOutcome, MessageUpsert } from '../../domain/ingest/precedence
 import { conversationIds, heldIdentities, identityOwners } from '../rows.js';
 import type { IngestOptions, IngestStore, MessageBatchResult } from '../store.js';
 import { lockAccount, writeEvents } from './events.js';
-import { lockParking } from './park-locks.js';
-import { lockParked, unpark } from './parked.js';
+import { lockCarrierParking, lockParking } from './park-locks.js';
+import { lockParked, lockParkedOfPairs, unpark } from './parked.js';
 import { ensurePartitions } from './partitions.js';
 import { inTransaction, RETRY, type TransactionResult } from './pool.js';
-import { insertKeys, lockKeys, readRecords, upsertRecords } from './records.js';
+import { insertKeys, lockCarriers, lockKeys, readRecords, upsertRecords, writeCarriers } from './records.js';
 
 /** Message ingest on PostgreSQL. */
 export function messageIngest(pool: pg.Pool, schema: string): IngestStore['ingestMessages'] {
@@ -84,7 +84,15 @@ async function loadMessageBatch(
     'shared',
   );
   const parked = await lockParked(client, accountId, keys.messageIds, parkedSince);
-  return { owners, held, conversations, records, parked, callbacks };
+  const carriers = await lockCarriers(client, accountId, keys.carrierPairs, keys.carrierRecords);
+  // As for message ids above: a carrier receipt parked meanwhile either is read here or finds our claim.
+  const routes = new Map<string, string[]>();
+  for (const p of keys.carrierPairs) routes.set(p.route, [...(routes.get(p.route) ?? []), p.carrierId]);
+  for (const [route, ids] of [...routes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    await lockCarrierParking(client, route, ids, 'shared');
+  }
+  const parkedCarrier = await lockParkedOfPairs(client, keys.carrierPairs, parkedSince);
+  return { accountId, owners, held, conversations, records, parked, carriers, parkedCarrier, callbacks };
 }
 
 /** The owners of the batch's identities, and the identities the named contacts hold. */
@@ -192,6 +200,7 @@ async function writeMessagePlan(
     accountId,
     plan.records.map((r) => r.record),
   );
+  if (!(await writeCarriers(client, plan.carriers))) return false;
   await unpark(client, accountId, plan.unparked);
   await writeEvents(client, accountId, plan.events, plan.supersede);
   return true;

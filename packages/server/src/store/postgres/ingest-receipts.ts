@@ -1,13 +1,31 @@
 import type pg from 'pg';
+import {
+  type CarrierHolder,
+  type CarrierReceiptResult,
+  planCarrierReceipts,
+  type RouteAccounts,
+} from '../../domain/ingest/plan-carrier-receipts.js';
 import { planReceipts, type ReceiptBatchState, type ReceiptPlan } from '../../domain/ingest/plan-receipts.js';
-import type { BatchOutcome, ReceiptInput, ReceiptOutcome } from '../../domain/ingest/precedence.js';
+import type {
+  BatchOutcome,
+  CarrierReceiptInput,
+  ReceiptInput,
+  ReceiptOutcome,
+} from '../../domain/ingest/precedence.js';
 import type { StoredMessage } from '../../domain/records.js';
-import type { IngestStore } from '../store.js';
+import { type IngestStore, UnknownAccountError } from '../store.js';
 import { lockAccount, writeEvents } from './events.js';
-import { lockParking } from './park-locks.js';
-import { park } from './parked.js';
+import { lockCarrierParking, lockParking } from './park-locks.js';
+import { park, parkCarrier } from './parked.js';
 import { inTransaction, RETRY, type TransactionResult } from './pool.js';
-import { countKeysOfIds, type KeyRow, lockKeysOfIds, readRecords, updateSmsState } from './records.js';
+import {
+  countKeysOfIds,
+  holdersOnRoute,
+  type KeyRow,
+  lockKeysOfIds,
+  readRecords,
+  updateSmsState,
+} from './records.js';
 import { recordKey } from './rows.js';
 
 /** Receipt ingest on PostgreSQL. */
@@ -82,4 +100,80 @@ async function mayPark(
   await lockParking(client, accountId, ids, 'exclusive');
   const seen = keyRows.filter((k) => ids.has(k.id)).length;
   return (await countKeysOfIds(client, accountId, [...ids])) <= seen;
+}
+
+/** Carrier receipt ingest on PostgreSQL (CONTRACT §12 "Correlation"). */
+export function carrierReceiptIngest(pool: pg.Pool): IngestStore['ingestCarrierReceipts'] {
+  return async (route, items, now, options) =>
+    inTransaction(pool, (client) =>
+      ingestCarrierReceiptsOnce(client, route, items, now, options?.accounts ?? null),
+    );
+}
+
+/**
+ * One attempt at a batch of a route's receipts: finds who holds the carrier ids, locks those records as receipt
+ * ingest does (account, then key rows), then the holders against release, checking they did not change
+ * meanwhile; lets domain/ingest/plan-carrier-receipts.ts decide, and writes each account's part and the parked
+ * receipts. Locks are taken in the order message ingest takes them (records, then pairs), so the two never wait
+ * on each other in a cycle. Parking is ordered against a claim of the pair by the route's parking locks.
+ */
+async function ingestCarrierReceiptsOnce(
+  client: pg.PoolClient,
+  route: string,
+  items: readonly CarrierReceiptInput[],
+  now: Date,
+  accounts: RouteAccounts,
+): Promise<TransactionResult<CarrierReceiptResult[]> | typeof RETRY> {
+  const ids = [...new Set(items.map((i) => i.carrierId))];
+  const seen = await holdersOnRoute(client, route, ids, false);
+  const idsOf = new Map<string, Set<string>>();
+  for (const row of seen)
+    idsOf.set(row.account_id, (idsOf.get(row.account_id) ?? new Set()).add(row.message_id));
+  const loaded = new Map<string, ReceiptBatchState>();
+  for (const accountId of [...idsOf.keys()].sort()) {
+    let callbacks: boolean;
+    try {
+      ({ callbacks } = await lockAccount(client, accountId));
+    } catch (error) {
+      // Deleted after we looked (its pairs went with it): look again.
+      if (error instanceof UnknownAccountError) return RETRY;
+      throw error;
+    }
+    const keyRows = await lockKeysOfIds(client, accountId, [...(idsOf.get(accountId) ?? [])]);
+    loaded.set(accountId, { recipients: await loadRecipients(client, accountId, keyRows), callbacks });
+  }
+  const locked = await holdersOnRoute(client, route, ids, true);
+  const holders = new Map<string, CarrierHolder>();
+  for (const row of locked) {
+    holders.set(row.carrier_id, {
+      accountId: row.account_id,
+      messageId: row.message_id,
+      to: row.channel_user_id,
+    });
+  }
+  const unchanged =
+    locked.length === seen.length &&
+    seen.every((row) => {
+      const now = holders.get(row.carrier_id);
+      return (
+        now?.accountId === row.account_id &&
+        now.messageId === row.message_id &&
+        now.to === row.channel_user_id
+      );
+    });
+  if (!unchanged) return RETRY;
+  const plan = planCarrierReceipts({ holders, accounts: loaded }, route, items, accounts, now);
+  if (plan.park.length > 0) {
+    const parking = [...new Set(plan.park.map((r) => r.carrierId))];
+    await lockCarrierParking(client, route, parking, 'exclusive');
+    // A message batch that claimed one of these meanwhile has committed by now: apply to it instead.
+    if ((await holdersOnRoute(client, route, parking, false)).length > 0) return RETRY;
+  }
+  for (const [accountId, accountPlan] of plan.accounts) {
+    await updateSmsState(client, accountId, accountPlan.updates);
+    await park(client, accountId, accountPlan.park, now);
+    await writeEvents(client, accountId, accountPlan.events, accountPlan.supersede);
+  }
+  await parkCarrier(client, route, plan.park, accounts, now);
+  return { commit: true, value: plan.results };
 }

@@ -260,6 +260,46 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX intake_garbled_route ON intake_garbled (route, id);
     `,
   },
+  {
+    version: 5,
+    name: 'carrier ids and parked carrier receipts',
+    sql: `
+      -- Which recipient holds each carrier pair (CONTRACT §12 "Correlation"): the id a route's SMSC gave it.
+      -- Unpartitioned, like message_keys, so its primary key is unique on exactly the pair. Keyed by the pair,
+      -- not by account (the second exception to "every key leads with account_id"): a route may serve several
+      -- accounts and a carrier id is unique on its SMSC, so a pair belongs to one recipient of any account, and
+      -- a receipt from a route finds it by the pair alone. With Citus it is distributed on route. A recipient
+      -- holds at most one pair. created_at is its record's, for retention.
+      CREATE TABLE carrier_ids (
+        route text COLLATE "C" NOT NULL,
+        carrier_id text COLLATE "C" NOT NULL,
+        account_id uuid NOT NULL,
+        message_id text COLLATE "C" NOT NULL,
+        channel_user_id text COLLATE "C" NOT NULL,
+        created_at timestamptz NOT NULL,
+        PRIMARY KEY (route, carrier_id),
+        CONSTRAINT carrier_ids_recipient UNIQUE (account_id, message_id, channel_user_id)
+      );
+      CREATE INDEX carrier_ids_prune ON carrier_ids (account_id, created_at);
+
+      -- A parked receipt waits either for a recipient of an account's message id (account_id, message_id) or
+      -- for whichever recipient claims a route's carrier id (route, carrier_id), never both. The primary key
+      -- becomes the ref alone, as a carrier receipt has no account until its recipient claims the pair.
+      ALTER TABLE parked_receipts DROP CONSTRAINT parked_receipts_pkey;
+      ALTER TABLE parked_receipts
+        ALTER COLUMN account_id DROP NOT NULL,
+        ALTER COLUMN message_id DROP NOT NULL,
+        ADD COLUMN route text COLLATE "C",
+        ADD COLUMN carrier_id text COLLATE "C",
+        ADD PRIMARY KEY (ref),
+        ADD CONSTRAINT parked_receipts_key CHECK (
+          (account_id IS NOT NULL AND message_id IS NOT NULL AND route IS NULL AND carrier_id IS NULL)
+          OR (account_id IS NULL AND message_id IS NULL AND route IS NOT NULL AND carrier_id IS NOT NULL));
+      -- NULLs are distinct in a unique index: each key's uniqueness binds only its own kind of row.
+      CREATE UNIQUE INDEX parked_receipts_carrier ON parked_receipts (route, carrier_id, fingerprint);
+      CREATE INDEX parked_receipts_carrier_age ON parked_receipts (parked_at) WHERE route IS NOT NULL;
+    `,
+  },
 ];
 
 /**

@@ -52,3 +52,18 @@ export async function lockParking(
     values: [accountId, buckets],
   });
 }
+
+/**
+ * The parking locks of a route's carrier ids (CONTRACT §12 "Correlation"), with the same protocol as
+ * {@link lockParking}: `shared` for a message batch claiming the pairs, before it reads their parked receipts;
+ * exclusive for a carrier receipt batch before it parks, after which it looks for holders again.
+ */
+export async function lockCarrierParking(
+  client: pg.PoolClient,
+  route: string,
+  carrierIds: Iterable<string>,
+  mode: 'shared' | 'exclusive',
+): Promise<void> {
+  // Account ids are UUIDs, so this scope never names an account's locks.
+  await lockParking(client, `route:${route}`, carrierIds, mode);
+}

@@ -33,6 +33,7 @@ export async function prune(
   await withClient(pool, async (client) => {
     await run.batches(client, 'deliveries', DELETE_DELIVERIES, before);
     await run.batches(client, 'receipt events', DELETE_EVENTS, before);
+    await run.batches(client, 'carrier ids', DELETE_CARRIERS, before);
 
     for (const partition of await listPartitions(client)) {
       if (partition.to > cutoff.getTime()) break;
@@ -206,6 +207,19 @@ const DELETE_EVENTS: pg.QueryConfig = {
            WHERE e.message_created_at < $1 LIMIT $2
          ), gone AS (
            DELETE FROM receipt_events e USING doomed g WHERE e.account_id = g.account_id AND e.seq = g.seq
+           RETURNING 1
+         )
+         SELECT count(*) AS n FROM gone`,
+};
+
+// A carrier pair goes with its record (its created_at is the record's); by account, like the events.
+const DELETE_CARRIERS: pg.QueryConfig = {
+  name: 'wb_prune_carriers',
+  text: `WITH doomed AS (
+           SELECT c.route, c.carrier_id FROM carrier_ids c JOIN accounts a ON c.account_id = a.id
+           WHERE c.created_at < $1 LIMIT $2
+         ), gone AS (
+           DELETE FROM carrier_ids c USING doomed d WHERE c.route = d.route AND c.carrier_id = d.carrier_id
            RETURNING 1
          )
          SELECT count(*) AS n FROM gone`,

@@ -1,6 +1,7 @@
 import type pg from 'pg';
+import type { CarrierClaim, MessagePlan } from '../../domain/ingest/plan-messages.js';
 import type { StoredMessage } from '../../domain/records.js';
-import type { MessageRow } from '../rows.js';
+import { type CarrierRow, carrierClaim, type MessageRow } from '../rows.js';
 import { type Columns, fromRow, MESSAGE_COLUMNS, recordKey } from './rows.js';
 
 /**
@@ -219,3 +220,94 @@ const smsColumns = (records: readonly StoredMessage[]) => [
   records.map((r) => r.sms?.receipt?.drErrcode ?? null),
   records.map((r) => r.sms?.receipt?.drTime.toISOString() ?? null),
 ];
+
+/**
+ * Locks the stored claims of these carrier pairs (any account) and those held by these records of the account
+ * (CONTRACT §12 "Correlation"), in pair order. A pair not claimed yet has no row to lock: two batches claiming it
+ * at once meet at the primary key ({@link writeCarriers}).
+ */
+export async function lockCarriers(
+  client: pg.PoolClient,
+  accountId: string,
+  pairs: readonly { route: string; carrierId: string }[],
+  records: readonly { id: string; channelUserId: string }[],
+): Promise<CarrierClaim[]> {
+  if (pairs.length === 0 && records.length === 0) return [];
+  const result = await client.query<CarrierRow>({
+    name: 'wb_lock_carriers',
+    // The pairs named, and those the records hold, as one set of primary keys: each side an index probe (an OR
+    // of the two conditions would read the whole table).
+    text: `SELECT c.route, c.carrier_id, c.account_id, c.message_id, c.channel_user_id
+           FROM carrier_ids c
+           JOIN (
+             SELECT * FROM unnest($2::text[], $3::text[]) AS p (route, carrier_id)
+             UNION
+             SELECT h.route, h.carrier_id FROM carrier_ids h
+             JOIN unnest($4::text[], $5::text[]) AS r (message_id, channel_user_id)
+               ON h.message_id = r.message_id AND h.channel_user_id = r.channel_user_id
+             WHERE h.account_id = $1
+           ) k ON c.route = k.route AND c.carrier_id = k.carrier_id
+           ORDER BY c.route, c.carrier_id
+           FOR UPDATE OF c`,
+    values: [
+      accountId,
+      pairs.map((p) => p.route),
+      pairs.map((p) => p.carrierId),
+      records.map((r) => r.id),
+      records.map((r) => r.channelUserId),
+    ],
+  });
+  return result.rows.map(carrierClaim);
+}
+
+/**
+ * Gives up the plan's released pairs, then inserts its claims. Returns false when a pair it claims was claimed
+ * meanwhile by a batch this one could not see: the caller starts over (and then reports the item error).
+ */
+export async function writeCarriers(
+  client: pg.PoolClient,
+  carriers: MessagePlan['carriers'],
+): Promise<boolean> {
+  if (carriers.release.length > 0) {
+    await client.query({
+      name: 'wb_release_carriers',
+      text: `DELETE FROM carrier_ids c USING unnest($1::text[], $2::text[]) AS u (route, carrier_id)
+             WHERE c.route = u.route AND c.carrier_id = u.carrier_id`,
+      values: [carriers.release.map((r) => r.route), carriers.release.map((r) => r.carrierId)],
+    });
+  }
+  if (carriers.claim.length === 0) return true;
+  const { claim } = carriers;
+  const inserted = await client.query({
+    name: 'wb_claim_carriers',
+    text: `INSERT INTO carrier_ids (route, carrier_id, account_id, message_id, channel_user_id, created_at)
+           SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::timestamptz[])
+           ON CONFLICT DO NOTHING`,
+    values: [
+      claim.map((c) => c.route),
+      claim.map((c) => c.carrierId),
+      claim.map((c) => c.accountId),
+      claim.map((c) => c.messageId),
+      claim.map((c) => c.to),
+      claim.map((c) => c.createdAt.toISOString()),
+    ],
+  });
+  return inserted.rowCount === claim.length;
+}
+
+/** The holders of these carrier ids on a route, optionally locked against release until the transaction ends. */
+export async function holdersOnRoute(
+  client: pg.PoolClient,
+  route: string,
+  carrierIds: readonly string[],
+  lock: boolean,
+): Promise<CarrierRow[]> {
+  const result = await client.query<CarrierRow>({
+    name: lock ? 'wb_lock_holders_on_route' : 'wb_holders_on_route',
+    text: `SELECT route, carrier_id, account_id, message_id, channel_user_id FROM carrier_ids
+           WHERE route = $1 AND carrier_id = ANY($2::text[])
+           ORDER BY carrier_id${lock ? ' FOR SHARE' : ''}`,
+    values: [route, carrierIds],
+  });
+  return result.rows;
+}

@@ -1,4 +1,5 @@
-import type { ReceiptInput } from '../../domain/ingest/precedence.js';
+import type { RouteAccounts } from '../../domain/ingest/plan-carrier-receipts.js';
+import type { CarrierReceiptInput, ReceiptInput } from '../../domain/ingest/precedence.js';
 import * as shared from '../rows.js';
 
 /**
@@ -29,3 +30,7 @@ export { recordKey } from '../../domain/ingest/plan-messages.js';
 /** A parked receipt as stored: the normalized item, `drTime` as an ISO string (JSON has no dates). */
 export const parkedJson = (r: ReceiptInput): string =>
   JSON.stringify({ ...r, drTime: r.drTime.toISOString() });
+
+/** A parked carrier receipt as stored: the item (`drTime` as an ISO string) and the accounts it may reach. */
+export const parkedCarrierJson = (r: CarrierReceiptInput, accounts: RouteAccounts): string =>
+  JSON.stringify({ ...r, drTime: r.drTime.toISOString(), accounts });

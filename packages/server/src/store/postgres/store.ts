@@ -4,7 +4,7 @@ import type { Store } from '../store.js';
 import { accounts } from './accounts.js';
 import { latestStats, withDeadlines } from './deadline.js';
 import { messageIngest } from './ingest-messages.js';
-import { receiptIngest } from './ingest-receipts.js';
+import { carrierReceiptIngest, receiptIngest } from './ingest-receipts.js';
 import { intakeRouteCalls } from './intake-routes.js';
 import { migrate } from './migrations.js';
 import * as outbox from './outbox.js';
@@ -104,6 +104,7 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
     ...accounts(primary, replica),
     ingestMessages: messageIngest(primary, schema),
     ingestReceipts: receiptIngest(primary),
+    ingestCarrierReceipts: carrierReceiptIngest(primary),
     ...queries(replica),
 
     // The feed and the outbox read the primary: a relay must see what it leased, and an operator what they

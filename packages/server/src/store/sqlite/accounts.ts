@@ -38,6 +38,7 @@ export function prepareAccounts(db: Database.Database) {
       'deliveries',
       'receipt_events',
       'parked_receipts',
+      'carrier_ids',
       'messages',
       'identities',
       'conversations',

@@ -10,8 +10,8 @@ import { conversationIds, heldIdentities, identityOwners } from '../rows.js';
 import type { IngestOptions, IngestStore, MessageBatchResult } from '../store.js';
 import { preparer, RollBack, runBatch } from './database.js';
 import { callbacksOf, type EventStatements, writeEvents } from './events.js';
-import { type ParkedStatements, readParked, unpark } from './parked.js';
-import { type RecordStatements, readRecords, writeRecords } from './records.js';
+import { type ParkedStatements, readParked, readParkedOfPairs, unpark } from './parked.js';
+import { type RecordStatements, readCarriers, readRecords, writeCarriers, writeRecords } from './records.js';
 
 /** The statements of message ingest beyond the records': identities, contacts and conversations. */
 export function prepareMessageIngest(db: Database.Database) {
@@ -108,7 +108,19 @@ function loadMessageBatch(
   const conversations = conversationIds(sql.messages.conversationsOfContacts.all({ account, contacts }));
   const records = readRecords(sql.records, account, keys.records);
   const parked = readParked(sql.parked, account, keys.messageIds, parkedSince);
-  return { owners, held, conversations, records, parked, callbacks };
+  const carriers = readCarriers(sql.records, account, keys.carrierPairs, keys.carrierRecords);
+  const parkedCarrier = readParkedOfPairs(sql.parked, keys.carrierPairs, parkedSince);
+  return {
+    accountId: account,
+    owners,
+    held,
+    conversations,
+    records,
+    parked,
+    carriers,
+    parkedCarrier,
+    callbacks,
+  };
 }
 
 function writeMessagePlan(sql: MessageIngestStatements, accountId: string, plan: MessagePlan): void {
@@ -120,6 +132,7 @@ function writeMessagePlan(sql: MessageIngestStatements, accountId: string, plan:
   for (const c of plan.conversations)
     messages.insertConversation.run(accountId, c.contactId, c.channel, c.id);
   writeRecords(sql.records, accountId, plan.records);
+  writeCarriers(sql.records, plan.carriers);
   writeEvents(sql.events, accountId, plan.events, plan.supersede);
   unpark(sql.parked, plan.unparked);
 }

@@ -1,11 +1,17 @@
 import type Database from 'better-sqlite3';
-import { planReceipts } from '../../domain/ingest/plan-receipts.js';
-import type { ReceiptInput } from '../../domain/ingest/precedence.js';
+import {
+  type CarrierHolder,
+  type CarrierReceiptState,
+  planCarrierReceipts,
+  type RouteAccounts,
+} from '../../domain/ingest/plan-carrier-receipts.js';
+import { planReceipts, type ReceiptBatchState } from '../../domain/ingest/plan-receipts.js';
+import type { CarrierReceiptInput, ReceiptInput } from '../../domain/ingest/precedence.js';
 import type { IngestOptions, IngestStore } from '../store.js';
 import { RollBack, runBatch } from './database.js';
 import { callbacksOf, type EventStatements, writeEvents } from './events.js';
-import { type ParkedStatements, park } from './parked.js';
-import { type RecordStatements, readRecipients, updateSmsState } from './records.js';
+import { type ParkedStatements, park, parkCarrier } from './parked.js';
+import { type Recipients, type RecordStatements, readRecipients, updateSmsState } from './records.js';
 
 export interface ReceiptIngestStatements {
   records: RecordStatements;
@@ -39,4 +45,47 @@ export function receiptIngest(
   );
   return async (accountId, items, now, options) =>
     runBatch(() => apply.immediate(accountId, items, now, options));
+}
+
+/**
+ * Carrier receipt ingest on SQLite (CONTRACT §12 "Correlation"): reads who holds the batch's carrier ids on the
+ * route and those recipients, lets domain/ingest/plan-carrier-receipts.ts decide, and writes each matched
+ * account's changes and events and the parked receipts, in one IMMEDIATE transaction.
+ */
+export function carrierReceiptIngest(
+  db: Database.Database,
+  sql: ReceiptIngestStatements,
+): IngestStore['ingestCarrierReceipts'] {
+  const apply = db.transaction(
+    (route: string, items: CarrierReceiptInput[], now: Date, accounts: RouteAccounts) => {
+      const ids = JSON.stringify([...new Set(items.map((i) => i.carrierId))]);
+      const holders = new Map<string, CarrierHolder>();
+      const idsOf = new Map<string, Set<string>>();
+      for (const row of sql.records.holdersOnRoute.all({ route, ids })) {
+        holders.set(row.carrier_id, {
+          accountId: row.account_id,
+          messageId: row.message_id,
+          to: row.channel_user_id,
+        });
+        idsOf.set(row.account_id, (idsOf.get(row.account_id) ?? new Set()).add(row.message_id));
+      }
+      const loaded = new Map<string, ReceiptBatchState>();
+      const rows = new Map<string, Recipients['rows']>();
+      for (const [accountId, messageIds] of idsOf) {
+        const recipients = readRecipients(sql.records, accountId, [...messageIds]);
+        loaded.set(accountId, { recipients: recipients.byId, callbacks: callbacksOf(sql.events, accountId) });
+        rows.set(accountId, recipients.rows);
+      }
+      const state: CarrierReceiptState = { holders, accounts: loaded };
+      const plan = planCarrierReceipts(state, route, items, accounts, now);
+      for (const [accountId, accountPlan] of plan.accounts) {
+        updateSmsState(sql.records, rows.get(accountId) ?? new Map(), accountPlan.updates);
+        writeEvents(sql.events, accountId, accountPlan.events, accountPlan.supersede);
+        park(sql.parked, accountId, accountPlan.park, now);
+      }
+      parkCarrier(sql.parked, route, plan.park, accounts, now);
+      return plan.results;
+    },
+  );
+  return async (route, items, now, options) => apply.immediate(route, items, now, options?.accounts ?? null);
 }

@@ -221,6 +221,52 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX intake_garbled_route ON intake_garbled (route, id);
     `,
   },
+  {
+    version: 5,
+    name: 'carrier ids and parked carrier receipts',
+    sql: `
+      -- Which recipient holds each carrier pair (CONTRACT §12 "Correlation"): the id a route's SMSC gave it.
+      -- Keyed by the pair, not by account: a route may serve several accounts and a carrier id is unique on
+      -- its SMSC, so a pair belongs to one recipient of any account, and a receipt from a route finds it by
+      -- the pair alone. A recipient holds at most one pair. created_at is its record's, for retention.
+      CREATE TABLE carrier_ids (
+        route TEXT NOT NULL,
+        carrier_id TEXT NOT NULL,
+        account_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        channel_user_id TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (route, carrier_id),
+        UNIQUE (account_id, message_id, channel_user_id)
+      ) WITHOUT ROWID, STRICT;
+      CREATE INDEX carrier_ids_prune ON carrier_ids (created_at);
+
+      -- A parked receipt waits either for a recipient of an account's message id (account_id, message_id) or
+      -- for whichever recipient claims a route's carrier id (route, carrier_id), never both. SQLite cannot
+      -- relax NOT NULL in place, so the table is rebuilt, keeping every row and its ref.
+      CREATE TABLE parked_receipts_v5 (
+        ref INTEGER PRIMARY KEY,
+        account_id TEXT,
+        message_id TEXT,
+        route TEXT,
+        carrier_id TEXT,
+        fingerprint TEXT NOT NULL,
+        receipt TEXT NOT NULL,
+        parked_at INTEGER NOT NULL,
+        CHECK ((account_id IS NOT NULL AND message_id IS NOT NULL AND route IS NULL AND carrier_id IS NULL)
+          OR (account_id IS NULL AND message_id IS NULL AND route IS NOT NULL AND carrier_id IS NOT NULL))
+      ) STRICT;
+      INSERT INTO parked_receipts_v5 (ref, account_id, message_id, fingerprint, receipt, parked_at)
+        SELECT ref, account_id, message_id, fingerprint, receipt, parked_at FROM parked_receipts;
+      DROP TABLE parked_receipts;
+      ALTER TABLE parked_receipts_v5 RENAME TO parked_receipts;
+      -- NULLs are distinct in a unique index: each key's uniqueness binds only its own kind of row.
+      CREATE UNIQUE INDEX parked_receipts_fingerprint ON parked_receipts (account_id, fingerprint);
+      CREATE INDEX parked_receipts_message ON parked_receipts (account_id, message_id);
+      CREATE INDEX parked_receipts_age ON parked_receipts (parked_at);
+      CREATE UNIQUE INDEX parked_receipts_carrier ON parked_receipts (route, carrier_id, fingerprint);
+    `,
+  },
 ];
 
 /**

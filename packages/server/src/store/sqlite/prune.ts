@@ -12,6 +12,8 @@ export function preparePrune(db: Database.Database) {
       `DELETE FROM messages
        WHERE (account_id, conversation_id) IN (SELECT account_id, id FROM conversations) AND created_at < ?`,
     ),
+    // The carrier pairs of those records (they carry the record's created_at).
+    carriers: prepare<[number]>('DELETE FROM carrier_ids WHERE created_at < ?'),
   };
 }
 
@@ -30,6 +32,7 @@ export function prune(
     outbox.pruneAttempts.run(cutoff);
     outbox.pruneDeliveries.run(cutoff);
     outbox.pruneEvents.run(cutoff);
+    sql.carriers.run(cutoff);
     return sql.messages.run(cutoff).changes;
   });
   return async (cutoff) => apply.immediate(cutoff.getTime());

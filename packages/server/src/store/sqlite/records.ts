@@ -1,7 +1,8 @@
 import type Database from 'better-sqlite3';
+import type { CarrierClaim, MessagePlan } from '../../domain/ingest/plan-messages.js';
 import { recordKey } from '../../domain/ingest/plan-messages.js';
 import type { StoredMessage } from '../../domain/records.js';
-import type { MessageRow } from '../rows.js';
+import { type CarrierRow, carrierClaim, type MessageRow } from '../rows.js';
 import { preparer } from './database.js';
 import {
   type Columns,
@@ -64,10 +65,57 @@ export function prepareRecords(db: Database.Database) {
          dr_time = ?
        WHERE rowid = ?`,
     ),
+    // Carrier pairs (CONTRACT §12 "Correlation"): by the pair (primary key), and by the recipient holding one.
+    carriersOfPairs: prepare<[{ pairs: string }], CarrierRow>(
+      `SELECT route, carrier_id, account_id, message_id, channel_user_id FROM carrier_ids
+       WHERE (route, carrier_id) IN (SELECT value ->> 0, value ->> 1 FROM json_each(@pairs))`,
+    ),
+    carriersOfRecords: prepare<[{ account: string; keys: string }], CarrierRow>(
+      `SELECT route, carrier_id, account_id, message_id, channel_user_id FROM carrier_ids
+       WHERE account_id = @account
+         AND (message_id, channel_user_id) IN (SELECT value ->> 0, value ->> 1 FROM json_each(@keys))`,
+    ),
+    holdersOnRoute: prepare<[{ route: string; ids: string }], CarrierRow>(
+      `SELECT route, carrier_id, account_id, message_id, channel_user_id FROM carrier_ids
+       WHERE route = @route AND carrier_id IN (SELECT value FROM json_each(@ids))`,
+    ),
+    releaseCarrier: prepare<[string, string]>('DELETE FROM carrier_ids WHERE route = ? AND carrier_id = ?'),
+    claimCarrier: prepare<[string, string, string, string, string, number]>(
+      `INSERT INTO carrier_ids (route, carrier_id, account_id, message_id, channel_user_id, created_at)
+       VALUES (?, ?, ?, ?, ?, ?)`,
+    ),
   };
 }
 
 export type RecordStatements = ReturnType<typeof prepareRecords>;
+
+/** The stored claims of these pairs (any account), and those held by these records of the account. */
+export function readCarriers(
+  sql: RecordStatements,
+  accountId: string,
+  pairs: readonly { route: string; carrierId: string }[],
+  records: readonly { id: string; channelUserId: string }[],
+): CarrierClaim[] {
+  const rows: CarrierRow[] = [];
+  if (pairs.length > 0) {
+    rows.push(
+      ...sql.carriersOfPairs.all({ pairs: JSON.stringify(pairs.map((p) => [p.route, p.carrierId])) }),
+    );
+  }
+  if (records.length > 0) {
+    const keys = JSON.stringify(records.map((r) => [r.id, r.channelUserId]));
+    rows.push(...sql.carriersOfRecords.all({ account: accountId, keys }));
+  }
+  return rows.map(carrierClaim);
+}
+
+/** Gives up the plan's released pairs, then writes its claims. */
+export function writeCarriers(sql: RecordStatements, carriers: MessagePlan['carriers']): void {
+  for (const r of carriers.release) sql.releaseCarrier.run(r.route, r.carrierId);
+  for (const c of carriers.claim) {
+    sql.claimCarrier.run(c.route, c.carrierId, c.accountId, c.messageId, c.to, c.createdAt.getTime());
+  }
+}
 
 /** The stored records of these keys, by {@link recordKey}. */
 export function readRecords(

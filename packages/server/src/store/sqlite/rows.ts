@@ -1,4 +1,5 @@
-import type { ReceiptInput } from '../../domain/ingest/precedence.js';
+import type { RouteAccounts } from '../../domain/ingest/plan-carrier-receipts.js';
+import type { CarrierReceiptInput, ReceiptInput } from '../../domain/ingest/precedence.js';
 import type { StoredMessage } from '../../domain/records.js';
 import * as shared from '../rows.js';
 
@@ -104,3 +105,7 @@ export function receiptValues(m: StoredMessage, row: number): SqlValue[] {
 
 /** A parked receipt as JSON: the normalized item, its time as epoch milliseconds. */
 export const parkedJson = (r: ReceiptInput): string => JSON.stringify({ ...r, drTime: r.drTime.getTime() });
+
+/** A parked carrier receipt as JSON: the item (its time as epoch milliseconds) and the accounts it may reach. */
+export const parkedCarrierJson = (r: CarrierReceiptInput, accounts: RouteAccounts): string =>
+  JSON.stringify({ ...r, drTime: r.drTime.getTime(), accounts });

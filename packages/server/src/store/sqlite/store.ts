@@ -7,7 +7,7 @@ import { openDatabase, type Prepared, preparer } from './database.js';
 import { type EventStatements, prepareEvents } from './events.js';
 import { guardingFile } from './file-guard.js';
 import { type MessageStatements, messageIngest, prepareMessageIngest } from './ingest-messages.js';
-import { receiptIngest } from './ingest-receipts.js';
+import { carrierReceiptIngest, receiptIngest } from './ingest-receipts.js';
 import { intakeRouteCalls } from './intake-routes.js';
 import { migrate } from './migrations.js';
 import * as outbox from './outbox.js';
@@ -112,6 +112,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     ...accounts(db, sql.accounts),
     ingestMessages: messageIngest(db, sql),
     ingestReceipts: receiptIngest(db, sql),
+    ingestCarrierReceipts: carrierReceiptIngest(db, sql),
     ...queries(sql.queries),
 
     async listReceiptEvents(accountId, afterSeq, limit) {
