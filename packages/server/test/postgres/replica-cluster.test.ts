@@ -29,7 +29,7 @@ describe.skipIf(!clusterTestsEnabled())('PostgreSQL read replicas on a real stan
   const stores: Store[] = [];
 
   beforeAll(async () => {
-    cluster = await startCluster();
+    cluster = await startCluster(2);
   }, 120_000);
   afterAll(async () => {
     await cluster?.destroy();
@@ -38,16 +38,18 @@ describe.skipIf(!clusterTestsEnabled())('PostgreSQL read replicas on a real stan
     await harness?.close();
     harness = undefined;
     for (const store of stores.splice(0)) await store.close().catch(() => {});
-    // Whatever a test did to the standby, the next one starts on a streaming one.
-    await cluster.startStandby().catch(() => {});
-    await eventually(async () => {
-      try {
-        await cluster.resumeReplay();
-        return true;
-      } catch {
-        return false;
-      }
-    });
+    // Whatever a test did to the standbys, the next one starts on streaming ones.
+    for (const i of [0, 1]) {
+      await cluster.startStandby(i).catch(() => {});
+      await eventually(async () => {
+        try {
+          await cluster.resumeReplay(i);
+          return true;
+        } catch {
+          return false;
+        }
+      });
+    }
   }, 60_000);
 
   /** A store as `serve` opens it: primary plus the standby; schema of its own, migrated. */
@@ -64,14 +66,14 @@ describe.skipIf(!clusterTestsEnabled())('PostgreSQL read replicas on a real stan
     return store;
   };
 
-  /** An instance on the cluster, with the standby caught up and in use. */
-  async function start(): Promise<Harness> {
+  /** An instance on the cluster, with the standby (or those given) caught up and in use. */
+  async function start(readUrls = [cluster.standbyUrl], env: Record<string, string> = {}): Promise<Harness> {
     const schema = `wb_${randomBytes(5).toString('hex')}`;
-    const store = await openStore(schema);
+    const store = await openStore(schema, readUrls);
     await store.migrate();
     await cluster.waitForCatchUp();
     await store.readReplicas?.check();
-    harness = await startHarness({ name: 'cluster', open: async () => store });
+    harness = await startHarness({ name: 'cluster', open: async () => store }, env);
     return harness;
   }
 
@@ -222,5 +224,55 @@ describe.skipIf(!clusterTestsEnabled())('PostgreSQL read replicas on a real stan
     console.info(`longest stale read through a paused standby: ${longest} ms (bound 1000 ms)`);
     // The bound plus one probe interval and the polling above; generous for a loaded CI machine.
     expect(longest).toBeLessThan(4000);
+  }, 90_000);
+
+  it('several standbys take turns, each judged on its own: a paused one drops out, the other keeps serving', async () => {
+    // The load must not hit the per-account rate limit.
+    const h = await start(cluster.standbyUrls, {
+      WAYBILL_RATE_PER_SECOND: '100000',
+      WAYBILL_RATE_BURST: '100000',
+    });
+    const accounts = [await h.createAccount(), await h.createAccount(), await h.createAccount()];
+    for (const [i, account] of accounts.entries()) {
+      await h.ingest(account.id, [{ id: 'm-1', channel: 'SMS', channelUserId: `44770090000${i}` }]);
+    }
+    const [writer, ...readers] = accounts as [CreatedAccount, ...CreatedAccount[]];
+    await cluster.waitForCatchUp();
+    await eventually(
+      async () => (await h.store.readReplicas?.check())?.every((r) => r.up && r.lagMs === 0) ?? false,
+    );
+    const reads = () => ({ ...h.store.readReplicas?.reads() });
+    const delta = (from: Record<string, number>) =>
+      Object.fromEntries(Object.entries(reads()).map(([node, n]) => [node, n - (from[node] ?? 0)]));
+
+    // A small mixed load: one account writes a message every 10th request, the others only read.
+    const load = async (rounds: number) => {
+      const from = reads();
+      for (let i = 0; i < rounds; i++) {
+        if (i % 10 === 0) {
+          const res = await h.ingest(writer.id, [
+            { id: `w-${i}-${randomBytes(3).toString('hex')}`, channel: 'SMS', channelUserId: '447700900099' },
+          ]);
+          expect(res.statusCode).toBe(200);
+        }
+        const account = i % 10 === 1 ? writer : (readers[i % readers.length] as CreatedAccount);
+        expect(await request(h, account, 'm-1').then((r) => r.statusCode)).toBe(200);
+      }
+      return delta(from);
+    };
+    const healthy = await load(200);
+    console.info(`reads by node, both standbys streaming (200 reads, 20 writes): ${JSON.stringify(healthy)}`);
+    const [first, second] = cluster.standbyNames as [string, string];
+    expect(healthy[first]).toBeGreaterThan(40);
+    expect(healthy[second]).toBeGreaterThan(40);
+
+    await cluster.pauseReplay(1);
+    // Enough writes that the paused standby is measurably behind; the other one keeps up.
+    await h.ingest(writer.id, [{ id: 'after-pause', channel: 'SMS', channelUserId: '447700900098' }]);
+    await eventually(() => (h.store.readReplicas?.status()[1]?.lagMs ?? 0) > 1000);
+    const paused = await load(100);
+    console.info(`reads by node, second standby paused (100 reads, 10 writes): ${JSON.stringify(paused)}`);
+    expect(paused[second]).toBe(0);
+    expect(paused[first]).toBeGreaterThan(40);
   }, 90_000);
 });

@@ -39,17 +39,21 @@ export function clusterTestsEnabled(): boolean {
 
 export interface PgCluster {
   primaryUrl: string;
+  /** The first standby's URL (`standbyUrls[0]`). */
   standbyUrl: string;
-  /** host:port of the standby, as Waybill names it. */
+  standbyUrls: string[];
+  /** host:port of the first standby, as Waybill names it. */
   standbyName: string;
-  /** Runs one statement on the primary or the standby. */
+  standbyNames: string[];
+  /** Runs one statement on the primary or the first standby. */
   query<T extends pg.QueryResultRow>(node: 'primary' | 'standby', text: string): Promise<T[]>;
-  /** Stops replaying WAL on the standby (it keeps receiving): it falls behind from now on. */
-  pauseReplay(): Promise<void>;
-  resumeReplay(): Promise<void>;
-  stopStandby(): Promise<void>;
-  startStandby(): Promise<void>;
-  /** Waits until the standby has replayed everything the primary has written so far. */
+  /** Stops replaying WAL on a standby (it keeps receiving): it falls behind from now on. @default the first */
+  pauseReplay(standby?: number): Promise<void>;
+  resumeReplay(standby?: number): Promise<void>;
+  stopStandby(standby?: number): Promise<void>;
+  /** Starts a stopped standby again (a running one is left alone). */
+  startStandby(standby?: number): Promise<void>;
+  /** Waits until every running standby has replayed everything the primary has written so far. */
   waitForCatchUp(): Promise<void>;
   /** Stops both servers at once and removes their files; safe to call twice or after a failed start. */
   destroy(): Promise<void>;
@@ -73,14 +77,16 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** Starts a primary and a standby streaming from it. Pair with `destroy()` in afterAll. */
-export async function startCluster(): Promise<PgCluster> {
+/** Starts a primary and `standbys` standbys streaming from it. Pair with `destroy()` in afterAll. */
+export async function startCluster(standbys = 1): Promise<PgCluster> {
   if (PG_BIN === null) throw new Error('PostgreSQL tools (initdb, pg_ctl, pg_basebackup) not found');
   const bin = (tool: string) => join(PG_BIN as string, tool);
   const dir = await mkdtemp(join(tmpdir(), 'waybill-pg-'));
   const primaryDir = join(dir, 'primary');
-  const standbyDir = join(dir, 'standby');
-  const [primaryPort, standbyPort] = [await freePort(), await freePort()];
+  const standbyDirs = Array.from({ length: standbys }, (_, i) => join(dir, `standby-${i + 1}`));
+  const primaryPort = await freePort();
+  const standbyPorts: number[] = [];
+  for (let i = 0; i < standbys; i++) standbyPorts.push(await freePort());
   const started: string[] = [];
   const pgCtl = (data: string, ...args: string[]) =>
     asPostgres(bin('pg_ctl'), ['-D', data, '-l', `${data}.log`, '-w', '-t', '60', ...args]);
@@ -125,33 +131,25 @@ export async function startCluster(): Promise<PgCluster> {
     );
     await pgCtl(primaryDir, 'start');
     started.push(primaryDir);
-    await asPostgres(bin('pg_basebackup'), [
-      '-h',
-      '127.0.0.1',
-      '-p',
-      String(primaryPort),
-      '-U',
-      'postgres',
-      '-D',
-      standbyDir,
-      '-R',
-      '-X',
-      'stream',
-      '--no-sync',
-    ]);
-    // The later setting wins: the standby listens on a port of its own.
-    await appendFile(join(standbyDir, 'postgresql.conf'), `port = ${standbyPort}\n`);
-    await pgCtl(standbyDir, 'start');
-    started.push(standbyDir);
+    for (const [i, standbyDir] of standbyDirs.entries()) {
+      await asPostgres(bin('pg_basebackup'), [
+        ...['-h', '127.0.0.1', '-p', String(primaryPort), '-U', 'postgres'],
+        ...['-D', standbyDir, '-R', '-X', 'stream', '--no-sync'],
+      ]);
+      // The later setting wins: each standby listens on a port of its own.
+      await appendFile(join(standbyDir, 'postgresql.conf'), `port = ${standbyPorts[i]}\n`);
+      await pgCtl(standbyDir, 'start');
+      started.push(standbyDir);
+    }
   } catch (error) {
     await destroy();
     throw error;
   }
 
   const primaryUrl = `postgres://postgres@127.0.0.1:${primaryPort}/postgres`;
-  const standbyUrl = `postgres://postgres@127.0.0.1:${standbyPort}/postgres`;
-  const query = async <T extends pg.QueryResultRow>(node: 'primary' | 'standby', text: string) => {
-    const client = new pg.Client({ connectionString: node === 'primary' ? primaryUrl : standbyUrl });
+  const standbyUrls = standbyPorts.map((port) => `postgres://postgres@127.0.0.1:${port}/postgres`);
+  const on = async <T extends pg.QueryResultRow>(url: string, text: string) => {
+    const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {
       return (await client.query<T>(text)).rows;
@@ -159,40 +157,52 @@ export async function startCluster(): Promise<PgCluster> {
       await client.end();
     }
   };
+  const standby = (i: number) => {
+    const url = standbyUrls[i];
+    const data = standbyDirs[i];
+    if (url === undefined || data === undefined) throw new Error(`no standby ${i}`);
+    return { url, data };
+  };
   const cluster: PgCluster = {
     primaryUrl,
-    standbyUrl,
-    standbyName: `127.0.0.1:${standbyPort}`,
-    query,
-    async pauseReplay() {
-      await query('standby', 'SELECT pg_wal_replay_pause()');
+    standbyUrl: standby(0).url,
+    standbyUrls,
+    standbyName: `127.0.0.1:${standbyPorts[0]}`,
+    standbyNames: standbyPorts.map((port) => `127.0.0.1:${port}`),
+    query: (node, text) => on(node === 'primary' ? primaryUrl : standby(0).url, text),
+    async pauseReplay(i = 0) {
+      await on(standby(i).url, 'SELECT pg_wal_replay_pause()');
     },
-    async resumeReplay() {
-      await query('standby', 'SELECT pg_wal_replay_resume()');
+    async resumeReplay(i = 0) {
+      await on(standby(i).url, 'SELECT pg_wal_replay_resume()');
     },
-    async stopStandby() {
-      const i = started.indexOf(standbyDir);
-      if (i >= 0) started.splice(i, 1);
-      await pgCtl(standbyDir, 'stop', '-m', 'fast');
+    async stopStandby(i = 0) {
+      const { data } = standby(i);
+      const at = started.indexOf(data);
+      if (at >= 0) started.splice(at, 1);
+      await pgCtl(data, 'stop', '-m', 'fast');
     },
-    async startStandby() {
-      await pgCtl(standbyDir, 'start');
-      started.push(standbyDir);
+    async startStandby(i = 0) {
+      const { data } = standby(i);
+      if (started.includes(data)) return;
+      await pgCtl(data, 'start');
+      started.push(data);
     },
     async waitForCatchUp() {
-      const [{ lsn }] = (await query<{ lsn: string }>(
-        'primary',
-        'SELECT pg_current_wal_lsn()::text AS lsn',
-      )) as [{ lsn: string }];
+      const [row] = await on<{ lsn: string }>(primaryUrl, 'SELECT pg_current_wal_lsn()::text AS lsn');
+      const lsn = row?.lsn ?? '0/0';
       const deadline = Date.now() + 30_000;
-      for (;;) {
-        const [row] = await query<{ done: boolean }>(
-          'standby',
-          `SELECT pg_last_wal_replay_lsn() >= '${lsn}'::pg_lsn AS done`,
-        );
-        if (row?.done) return;
-        if (Date.now() > deadline) throw new Error('the standby did not catch up within 30 s');
-        await new Promise((resolve) => setTimeout(resolve, 50));
+      for (const [i, data] of standbyDirs.entries()) {
+        if (!started.includes(data)) continue;
+        for (;;) {
+          const [replayed] = await on<{ done: boolean }>(
+            standby(i).url,
+            `SELECT pg_last_wal_replay_lsn() >= '${lsn}'::pg_lsn AS done`,
+          );
+          if (replayed?.done) break;
+          if (Date.now() > deadline) throw new Error(`standby ${i + 1} did not catch up within 30 s`);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
       }
     },
     destroy,
