@@ -78,9 +78,10 @@ export class ReadRouting implements ReadReplicas {
     this.#maxLagMs = options.maxLagMs;
     this.#intervalMs = Math.min(1000, Math.max(50, Math.floor(options.maxLagMs / 4)));
     this.#clock = options.clock ?? Date.now;
-    // Probes get a connection of their own per node, so a pool saturated by reads cannot delay them, and a
-    // short deadline, so a replica that stopped answering is judged before its lag bound has long passed.
-    const probeMs = Math.max(1000, 2 * this.#intervalMs);
+    // Probes get a connection of their own per node, so a pool saturated by reads cannot delay them. Their
+    // deadline only decides when a silent replica is called down: it stops serving reads sooner anyway, once its
+    // last measurement is older than the bound allows. 2 s keeps a loaded but healthy node from being called down.
+    const probeMs = Math.max(2000, 2 * this.#intervalMs);
     const monitorPool = (url: string) =>
       createPool({ ...options.pool, url, poolSize: 1, connectTimeoutMs: probeMs, queryTimeoutMs: probeMs });
     this.#primaryMonitor = monitorPool(options.primaryUrl);
