@@ -45,6 +45,15 @@ describe.skipIf(!clusterTestsEnabled())('waybill serve with a read replica that 
     return { primary: on(cluster.primaryUrl), standby: on(cluster.standbyUrl) };
   }
 
+  /** The output once the demo banner (printed after the listen line) is complete. */
+  async function outputWithBanner(served: Served): Promise<string> {
+    const deadline = Date.now() + 20_000;
+    while (!served.output().includes('/openapi.json') && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    return served.output();
+  }
+
   const replicaLines = (output: string) =>
     output.split('\n').filter((line) => line.includes('DATABASE_READ_URL'));
 
@@ -56,7 +65,7 @@ describe.skipIf(!clusterTestsEnabled())('waybill serve with a read replica that 
       { DATABASE_URL: db.primary, DATABASE_READ_URL: db.standby, WAYBILL_PEPPER: PEPPER },
       { cwd },
     );
-    const output = server.output();
+    const output = await outputWithBanner(server);
     expect(replicaLines(output)).toHaveLength(1);
     expect(replicaLines(output)[0]).toContain(`replica ${cluster.standbyName} cannot be reached`);
     expect(output).not.toMatch(/DATABASE_URL \//);
@@ -80,7 +89,7 @@ describe.skipIf(!clusterTestsEnabled())('waybill serve with a read replica that 
       { DATABASE_URL: db.primary, DATABASE_READ_URL: db.standby, WAYBILL_PEPPER: PEPPER },
       { cwd },
     );
-    const output = server.output();
+    const output = await outputWithBanner(server);
     expect(output).not.toContain('does not exist');
     expect(output).not.toMatch(/\n\s+at /);
     expect(output).toContain('Demo account:');
