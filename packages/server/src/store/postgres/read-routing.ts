@@ -28,6 +28,8 @@ interface Replica {
   /** The latest local instant T such that the replica has replayed all the primary had written at T. */
   caughtUpAt: number;
   reads: number;
+  /** Its probe under way: a replica slow to answer is not probed twice, and never holds up the others. */
+  probing: Promise<void> | undefined;
 }
 
 /** The primary's WAL position, sampled by the monitor: `at` is taken before the query was sent. */
@@ -95,6 +97,7 @@ export class ReadRouting implements ReadReplicas {
       sampledAt: 0,
       caughtUpAt: Number.NEGATIVE_INFINITY,
       reads: 0,
+      probing: undefined,
     }));
   }
 
@@ -148,6 +151,7 @@ export class ReadRouting implements ReadReplicas {
   async check(): Promise<ReplicaStatus[]> {
     this.#start();
     await this.#probeNow();
+    await Promise.all(this.#replicas.map((r) => r.probing));
     return this.status();
   }
 
@@ -155,6 +159,7 @@ export class ReadRouting implements ReadReplicas {
     this.#closed = true;
     clearTimeout(this.#timer);
     await this.#tick?.catch(() => {});
+    await Promise.all(this.#replicas.map((r) => r.probing));
     await Promise.all([
       this.#primaryMonitor.end(),
       ...this.#replicas.flatMap((r) => [r.pool.end(), r.monitor.end()]),
@@ -214,8 +219,15 @@ export class ReadRouting implements ReadReplicas {
       return;
     }
     this.#last = current;
-    await Promise.all(this.#replicas.map((r) => this.#probeReplica(r, current, previous)));
-    this.#forgetSettledWrites();
+    // Not awaited: each replica is judged on its own clock, so one that answers slowly (or not at all) ages
+    // out by itself while the others keep being measured every interval.
+    for (const replica of this.#replicas) {
+      if (replica.probing !== undefined || this.#closed) continue;
+      replica.probing = this.#probeReplica(replica, current, previous).finally(() => {
+        replica.probing = undefined;
+        this.#forgetSettledWrites();
+      });
+    }
   }
 
   async #probeReplica(replica: Replica, current: PrimarySample, previous?: PrimarySample): Promise<void> {
