@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import type { Store } from '../../src/store/store.js';
 import { newAccount, sms } from '../conformance/fixtures.js';
+import { TcpProxy } from '../faults/tcp-proxy.js';
 import { basic, type CreatedAccount, type Harness, startHarness } from '../support/http.js';
 import { clusterTestsEnabled, type PgCluster, startCluster } from '../support/pg-cluster.js';
 
@@ -274,5 +275,36 @@ describe.skipIf(!clusterTestsEnabled())('PostgreSQL read replicas on a real stan
     console.info(`reads by node, second standby paused (100 reads, 10 writes): ${JSON.stringify(paused)}`);
     expect(paused[second]).toBe(0);
     expect(paused[first]).toBeGreaterThan(40);
+  }, 90_000);
+
+  it('a replica gone silent (no answer, no reset): every request still succeeds, and the other replica serves', async () => {
+    const [host, port] = (cluster.standbyNames[1] as string).split(':') as [string, string];
+    const proxy = await TcpProxy.start({ host, port: Number(port) });
+    try {
+      const silent = `127.0.0.1:${proxy.port}`;
+      const h = await start(
+        [cluster.standbyUrl, cluster.standbyUrls[1]?.replace(`:${port}/`, `:${proxy.port}/`) ?? ''],
+        { WAYBILL_RATE_PER_SECOND: '100000', WAYBILL_RATE_BURST: '100000' },
+      );
+      const account = await h.createAccount();
+      await h.ingest(account.id, [{ id: 'm-1', channel: 'SMS', channelUserId: '447700900001' }]);
+      await cluster.waitForCatchUp();
+      await eventually(async () => {
+        await messages(h, account, 'm-1');
+        return (h.store.readReplicas?.reads()[silent] ?? 0) > 0;
+      });
+      proxy.blackHole();
+      const started = Date.now();
+      // Reads routed to it before the monitor noticed wait for half the deadline, then run on the primary.
+      while (Date.now() - started < 4000) expect(await messages(h, account, 'm-1')).toHaveLength(1);
+      await eventually(() => h.store.readReplicas?.status()[1]?.up === false);
+      const before = { ...h.store.readReplicas?.reads() };
+      for (let i = 0; i < 10; i++) expect(await messages(h, account, 'm-1')).toHaveLength(1);
+      const after = h.store.readReplicas?.reads() ?? {};
+      expect(after[silent]).toBe(before[silent]);
+      expect(after[cluster.standbyName]).toBe((before[cluster.standbyName] ?? 0) + 10);
+    } finally {
+      await proxy.stop();
+    }
   }, 90_000);
 });

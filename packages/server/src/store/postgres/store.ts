@@ -71,7 +71,13 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
       : new ReadRouting(primary, {
           primaryUrl: options.url,
           replicaUrls: readUrls,
-          pool: poolOptions,
+          // A replica gets half the call's deadline, to connect and to answer: a read it fails (a replica gone
+          // silent before the monitor noticed) still has the other half to run on the primary.
+          pool: {
+            ...poolOptions,
+            connectTimeoutMs: Math.floor(timeoutMs / 2),
+            queryTimeoutMs: Math.floor(timeoutMs / 2),
+          },
           maxLagMs: options.readMaxLagMs ?? 1000,
         });
   const read: ReadRouter = routing
