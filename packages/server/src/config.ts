@@ -9,8 +9,13 @@ const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debu
 export interface Config {
   /** `sqlite:<path>`, `sqlite::memory:` or `postgres://…`. @default 'sqlite:./data/waybill.db' */
   databaseUrl: string;
-  /** PostgreSQL read replica for the query endpoints. @default null (reads go to the primary) */
-  databaseReadUrl: string | null;
+  /**
+   * PostgreSQL streaming replicas for the query endpoints' reads, comma-separated in DATABASE_READ_URL; each is
+   * used only while it is reachable and within `readMaxLagMs`. @default [] (reads go to the primary)
+   */
+  databaseReadUrl: readonly string[];
+  /** A replica serves reads only while its replay lag is at most this, in milliseconds. @default 1000 */
+  readMaxLagMs: number;
   /** @default '127.0.0.1' */
   host: string;
   /** @default 8080 */
@@ -87,6 +92,7 @@ export class ConfigError extends Error {
 export const ENV_NAMES: Record<keyof Config, string> = {
   databaseUrl: 'DATABASE_URL',
   databaseReadUrl: 'DATABASE_READ_URL',
+  readMaxLagMs: 'WAYBILL_READ_MAX_LAG_MS',
   host: 'HOST',
   port: 'PORT',
   adminToken: 'WAYBILL_ADMIN_TOKEN',
@@ -175,7 +181,8 @@ export function loadConfig(source: Source): Readonly<Config> {
     throw new ConfigError('WAYBILL_PEPPER must be at least 16 characters');
   const config: Config = {
     databaseUrl,
-    databaseReadUrl: read('databaseReadUrl') ?? null,
+    databaseReadUrl: parseReadUrls(read('databaseReadUrl'), databaseUrl),
+    readMaxLagMs: int('readMaxLagMs', 1000, 0, 3_600_000),
     host: read('host') ?? '127.0.0.1',
     port: int('port', 8080, 0, 65535),
     adminToken: read('adminToken') ?? null,
@@ -329,4 +336,21 @@ export function editDistance(a: string, b: string): number {
     previous = current;
   }
   return previous[b.length] as number;
+}
+
+/** DATABASE_READ_URL: PostgreSQL URLs, comma-separated; replicas only make sense beside a PostgreSQL primary. */
+function parseReadUrls(raw: string | undefined, databaseUrl: string): string[] {
+  if (raw === undefined) return [];
+  const urls = raw
+    .split(',')
+    .map((url) => url.trim())
+    .filter((url) => url !== '');
+  for (const url of urls) {
+    // The URL itself is never echoed: it may hold a password.
+    if (!/^postgres(ql)?:\/\//.test(url))
+      throw new ConfigError('DATABASE_READ_URL must be postgres://… URLs, separated by commas');
+  }
+  if (urls.length > 0 && databaseUrl.startsWith('sqlite:'))
+    throw new ConfigError('DATABASE_READ_URL needs a PostgreSQL DATABASE_URL (postgres://…)');
+  return urls;
 }

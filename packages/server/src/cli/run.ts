@@ -137,7 +137,7 @@ export async function runCli(argv: string[]): Promise<number> {
  * when the error is something else. PostgreSQL's own codes: 3D000 no such database, 28P01 and 28000 the role
  * or its password was refused.
  */
-function startupProblem(thrown: unknown): string | null {
+export function startupProblem(thrown: unknown): string | null {
   // The store wraps what the driver threw (StoreUnavailableError and its cause): the first known code wins.
   for (let error = thrown; error instanceof Error; error = error.cause) {
     const sentence = sentenceFor((error as NodeJS.ErrnoException).code ?? '', error);

@@ -8,11 +8,12 @@ import { secretMatches } from '../domain/credentials.js';
 import { drainConnections } from '../http/drain.js';
 import { sealLegacyCallbackSecrets } from '../operations/accounts.js';
 import { DEMO_ACCOUNT, demoBanner, loadDemoData } from '../operations/demo-data.js';
-import { composeService } from '../service.js';
+import { composeService, type Service } from '../service.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { checkedPepper } from './database.js';
 import { configFlags, configSource, EXIT, StartupError } from './options.js';
+import { startupProblem } from './run.js';
 import { runsRelay, superviseWorkers, workerCount, workerIndex } from './workers.js';
 
 export const SERVE_USAGE = `waybill serve [--port N] [--host H] [--database-url URL] [--no-demo] [--<setting> value]…
@@ -34,88 +35,134 @@ export async function serveCommand(args: string[]): Promise<number> {
   if (workers > 1 && cluster.isPrimary)
     return superviseAfterPreparing(config, workers, values['no-demo'] === true);
   const store = openStore(config);
-  const { migrated, pepper } = await prepareStore(store, config);
-  const service = await composeService({ config, store, pepper: pepper.value, relay: runsRelay(config) });
-  const { app, relay, limits } = service;
+  let service: Service | undefined;
+  // Whatever fails from here on is fatal: the process must not stay up half-started (listening, or holding the
+  // store open) after the command has given up, and it exits 3 with one sentence.
+  try {
+    const { migrated, pepper } = await prepareStore(store, config);
+    service = await composeService({ config, store, pepper: pepper.value, relay: runsRelay(config) });
+    const { app, relay, limits } = service;
+    const running = service;
 
-  if ((workerIndex() ?? 0) === 0) logSettingsWorthKnowing(app, config);
-  if (migrated.length > 0) {
-    app.log.info({ migrations: migrated.map((m) => `${m.version} ${m.name}`) }, 'applied schema migrations');
-  }
-  // Callback secrets written before they were sealed at rest (an upgrade) are sealed now, once.
-  const sealed = await sealLegacyCallbackSecrets(store, pepper.value);
-  if (sealed > 0) app.log.info({ accounts: sealed }, 'sealed callback secrets stored in clear');
-
-  if (pepper.generated && pepper.file) {
-    app.log.warn(
-      { file: pepper.file },
-      'generated a server pepper; several instances on one database must share one through WAYBILL_PEPPER',
-    );
-  }
-  if (pepper.recorded) {
-    app.log.info(
-      { fingerprint: pepperFingerprint(pepper.value) },
-      'recorded the fingerprint of the server pepper in the database: a start with another pepper is refused',
-    );
-  }
-  if (!values['no-demo'] && (await loadDemoData(store, pepper.value, new Date()))) {
-    app.log.info('empty database: loaded the demo account and data');
-  }
-
-  // CONTRACT §11: stop accepting, finish in-flight requests and callback attempts (at most 10 s), close the
-  // store, exit 0. A second signal exits at once.
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) {
-      app.log.warn({ signal }, 'second signal: exiting at once');
-      process.exit(EXIT.apiError);
+    if ((workerIndex() ?? 0) === 0) {
+      logSettingsWorthKnowing(app, config);
+      await logReplicasNotServing(app, store);
     }
-    stopping = true;
-    app.log.info({ signal }, 'shutting down');
-    try {
-      // Both drain at once, each within the deadline: the relay stops claiming as the server stops accepting.
-      await Promise.all([closeServer(app), relay?.stop(SHUTDOWN_DEADLINE_MS)]);
-      await limits.close();
-      await store.close();
-    } catch (error) {
-      app.log.error({ err: error }, 'error while shutting down');
+    if (migrated.length > 0) {
+      app.log.info(
+        { migrations: migrated.map((m) => `${m.version} ${m.name}`) },
+        'applied schema migrations',
+      );
     }
-    process.exit(EXIT.ok);
-  };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
+    // Callback secrets written before they were sealed at rest (an upgrade) are sealed now, once.
+    const sealed = await sealLegacyCallbackSecrets(store, pepper.value);
+    if (sealed > 0) app.log.info({ accounts: sealed }, 'sealed callback secrets stored in clear');
 
-  const address = await app.listen({ host: config.host, port: config.port });
-  if (relay && !stopping) {
-    service.start();
-    app.log.info(
-      {
-        concurrency: config.callbackConcurrency,
-        endpointConcurrency: config.callbackEndpointConcurrency,
-        allowPrivate: config.callbackAllowPrivate,
-      },
-      'callback relay started',
-    );
-    if (config.callbackAllowPrivate) {
+    if (pepper.generated && pepper.file) {
       app.log.warn(
-        'WAYBILL_CALLBACK_ALLOW_PRIVATE is on: callbacks may reach loopback, private and metadata addresses (development only)',
+        { file: pepper.file },
+        'generated a server pepper; several instances on one database must share one through WAYBILL_PEPPER',
       );
     }
-  }
-  const demo = (workerIndex() ?? 0) === 0 ? await store.getAccountByKey(DEMO_ACCOUNT.key) : null;
-  if (demo) {
-    // The well-known secret is advertised only while it works: a rotated secret makes it fail.
-    if (secretMatches(pepper.value, DEMO_ACCOUNT.secret, demo.secretHash)) {
-      const url = new URL(address);
-      if (url.hostname === '0.0.0.0' || url.hostname === '[::]') url.hostname = '127.0.0.1';
-      process.stdout.write(demoBanner(url.origin));
-    } else {
-      process.stdout.write(
-        `\nThe demo account (key ${DEMO_ACCOUNT.key}) no longer takes the demo secret: its secret was changed. Delete it with \`waybill accounts delete ${demo.id}\` if you no longer need it.\n`,
+    if (pepper.recorded) {
+      app.log.info(
+        { fingerprint: pepperFingerprint(pepper.value) },
+        'recorded the fingerprint of the server pepper in the database: a start with another pepper is refused',
       );
     }
+    if (!values['no-demo'] && (await loadDemoData(store, pepper.value, new Date()))) {
+      app.log.info('empty database: loaded the demo account and data');
+    }
+
+    // CONTRACT §11: stop accepting, finish in-flight requests and callback attempts (at most 10 s), close the
+    // store, exit 0. A second signal exits at once.
+    let stopping = false;
+    const stop = async (signal: string) => {
+      if (stopping) {
+        app.log.warn({ signal }, 'second signal: exiting at once');
+        process.exit(EXIT.apiError);
+      }
+      stopping = true;
+      app.log.info({ signal }, 'shutting down');
+      try {
+        // Both drain at once, each within the deadline: the relay stops claiming as the server stops accepting.
+        await Promise.all([closeServer(app), relay?.stop(SHUTDOWN_DEADLINE_MS)]);
+        await limits.close();
+        await store.close();
+      } catch (error) {
+        app.log.error({ err: error }, 'error while shutting down');
+      }
+      process.exit(EXIT.ok);
+    };
+    process.on('SIGINT', () => void stop('SIGINT'));
+    process.on('SIGTERM', () => void stop('SIGTERM'));
+
+    const address = await app.listen({ host: config.host, port: config.port });
+    if (relay && !stopping) {
+      running.start();
+      app.log.info(
+        {
+          concurrency: config.callbackConcurrency,
+          endpointConcurrency: config.callbackEndpointConcurrency,
+          allowPrivate: config.callbackAllowPrivate,
+        },
+        'callback relay started',
+      );
+      if (config.callbackAllowPrivate) {
+        app.log.warn(
+          'WAYBILL_CALLBACK_ALLOW_PRIVATE is on: callbacks may reach loopback, private and metadata addresses (development only)',
+        );
+      }
+    }
+    const demo = (workerIndex() ?? 0) === 0 ? await store.getAccountByKey(DEMO_ACCOUNT.key) : null;
+    if (demo) {
+      // The well-known secret is advertised only while it works: a rotated secret makes it fail.
+      if (secretMatches(pepper.value, DEMO_ACCOUNT.secret, demo.secretHash)) {
+        const url = new URL(address);
+        if (url.hostname === '0.0.0.0' || url.hostname === '[::]') url.hostname = '127.0.0.1';
+        process.stdout.write(demoBanner(url.origin));
+      } else {
+        process.stdout.write(
+          `\nThe demo account (key ${DEMO_ACCOUNT.key}) no longer takes the demo secret: its secret was changed. Delete it with \`waybill accounts delete ${demo.id}\` if you no longer need it.\n`,
+        );
+      }
+    }
+  } catch (error) {
+    await (service ? service.close(0) : store.close()).catch(() => {});
+    throw startupFailure(error);
   }
   return new Promise<number>(() => {});
+}
+
+/** The one sentence a failed start exits 3 with (cli/run.ts prints it). */
+function startupFailure(error: unknown): StartupError {
+  if (error instanceof StartupError) return error;
+  const sentence = startupProblem(error);
+  if (sentence !== null) return new StartupError(sentence);
+  const message = error instanceof Error ? error.message : String(error);
+  return new StartupError(`the service could not start: ${message.split('\n')[0]}`);
+}
+
+/**
+ * One line per read replica (DATABASE_READ_URL) that cannot serve reads yet: the service starts on the primary
+ * regardless and takes each replica in once it answers and has caught up (a fresh replica may not have replayed
+ * the migrations just run). Names are host:port, never credentials.
+ */
+async function logReplicasNotServing(app: FastifyInstance, store: Store): Promise<void> {
+  const replicas = await store.readReplicas?.check();
+  for (const { name, up, lagMs } of replicas ?? []) {
+    if (!up) {
+      app.log.warn(
+        { replica: name },
+        `DATABASE_READ_URL replica ${name} cannot be reached: reads go to the primary until it answers`,
+      );
+    } else if (lagMs === null || lagMs > 0) {
+      app.log.info(
+        { replica: name, lagMs },
+        `DATABASE_READ_URL replica ${name} is behind the primary: reads go to the primary until it catches up`,
+      );
+    }
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { IntakeRouteStore, OutboxStore } from '../store/store.js';
+import type { IntakeRouteStore, OutboxStore, Store } from '../store/store.js';
 
 export type IntakeOutcome = 'matched' | 'parked' | 'garbled' | 'ignored';
 export type IntakeCounts = Record<IntakeOutcome, number>;
@@ -95,6 +95,27 @@ export class Metrics {
     this.intakeTotals.delete(route);
   }
 
+  readonly replicaLag = new Gauge({
+    name: 'waybill_replica_lag_seconds',
+    help: 'Replay lag of each read replica behind the primary when last measured (absent while it is down)',
+    labelNames: ['replica'] as const,
+    registers: [this.registry],
+  });
+
+  readonly replicaUp = new Gauge({
+    name: 'waybill_replica_up',
+    help: 'Whether each read replica answered its last probe (1) or not (0)',
+    labelNames: ['replica'] as const,
+    registers: [this.registry],
+  });
+
+  readonly databaseReads = new Gauge({
+    name: 'waybill_database_reads',
+    help: 'Query reads served by this process since it started, by node (primary, or a replica)',
+    labelNames: ['node'] as const,
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }
@@ -125,7 +146,16 @@ export class Metrics {
    * The exposition text. The queue gauges are the database's state (the same on every instance), read once per
    * scrape; when the database does not answer they keep their last value and the scrape still succeeds.
    */
-  async scrape(store: OutboxStore & IntakeRouteStore): Promise<string> {
+  async scrape(store: OutboxStore & IntakeRouteStore & Pick<Store, 'readReplicas'>): Promise<string> {
+    const replicas = store.readReplicas;
+    if (replicas !== undefined) {
+      for (const { name, up, lagMs } of replicas.status()) {
+        this.replicaUp.set({ replica: name }, up ? 1 : 0);
+        if (lagMs === null) this.replicaLag.remove({ replica: name });
+        else this.replicaLag.set({ replica: name }, lagMs / 1000);
+      }
+      for (const [node, count] of Object.entries(replicas.reads())) this.databaseReads.set({ node }, count);
+    }
     try {
       const stats = await store.outboxStats();
       this.callbackQueue.set({ state: 'pending' }, stats.pending);

@@ -235,12 +235,29 @@ export const ReceiptFeedSchema = Type.Object(
 );
 
 export const HealthSchema = Type.Object(
-  { status: enumOf(['ok', 'unavailable']) },
+  {
+    status: enumOf(['ok', 'unavailable']),
+    replicas: Type.Optional(
+      Type.Array(
+        Type.Object({
+          name: Type.String({ description: 'host:port of the replica (never a credential), or replica-N' }),
+          up: Type.Boolean({ description: 'It answered its last probe' }),
+          lagMs: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+            description: 'Replay lag behind the primary when last measured; null while down or unmeasured',
+          }),
+        }),
+        { description: 'Readiness only: each read replica (DATABASE_READ_URL); never affects the status' },
+      ),
+    ),
+  },
   {
     $id: 'Health',
     additionalProperties: false,
     description: 'Liveness or readiness',
-    examples: [{ status: 'ok' }],
+    examples: [
+      { status: 'ok' },
+      { status: 'ok', replicas: [{ name: 'db-replica-1:5432', up: true, lagMs: 40 }] },
+    ],
   },
 );
 

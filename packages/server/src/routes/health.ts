@@ -13,7 +13,10 @@ import {
 const Status = ref(HealthSchema);
 const READY_TIMEOUT_MS = 2000;
 
-/** Liveness (the process answers) and readiness (the database answers, within 2 s). */
+/**
+ * Liveness (the process answers) and readiness (the primary database answers, within 2 s; the read replicas'
+ * state rides along in the body).
+ */
 export async function healthRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   app.get(
     '/healthz',
@@ -57,7 +60,9 @@ export async function healthRoutes(app: FastifyInstance, ctx: AppContext): Promi
             timer = setTimeout(() => reject(new Error('database ping timed out')), READY_TIMEOUT_MS);
           }),
         ]);
-        return { status: 'ok' };
+        // Replicas are reported, never judged: a lagging or dead one only takes itself out of the reads.
+        const replicas = ctx.store.readReplicas?.status();
+        return replicas === undefined ? { status: 'ok' } : { status: 'ok', replicas };
       } catch (error) {
         request.log.warn({ err: error }, 'not ready');
         return reply.code(503).send({ status: 'unavailable' });

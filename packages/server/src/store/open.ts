@@ -15,7 +15,8 @@ export function openStore(config: Readonly<Config>): Store {
   }
   return openPostgresStore({
     url,
-    ...(config.databaseReadUrl ? { readUrl: config.databaseReadUrl } : {}),
+    readUrls: config.databaseReadUrl,
+    readMaxLagMs: config.readMaxLagMs,
     poolSize: config.pgPoolSize,
     statementTimeoutMs: config.pgStatementTimeoutMs,
     timeoutMs: config.dbTimeoutMs,

@@ -383,7 +383,30 @@ export class PruneGaveUpError extends Error {
  * Every method is scoped by account where data belongs to one: no call can read another account's rows.
  * Implementations throw on infrastructure failure (the caller maps that to "system error").
  */
-export interface Store extends AccountStore, MessageStore, OutboxStore, MaintenanceStore, IntakeRouteStore {}
+export interface Store extends AccountStore, MessageStore, OutboxStore, MaintenanceStore, IntakeRouteStore {
+  /** The read replicas (PostgreSQL with DATABASE_READ_URL); absent when every read goes to one database. */
+  readonly readReplicas?: ReadReplicas;
+}
+
+/** One read replica as /readyz and /metrics show it. */
+export interface ReplicaStatus {
+  /** host:port, or replica-N: never a credential. */
+  name: string;
+  /** Answered its last probe. */
+  up: boolean;
+  /** Replay lag behind the primary when last measured; null while down or not yet measured. */
+  lagMs: number | null;
+}
+
+/** The read replicas' health, kept up to date in the background (store/postgres/read-routing.ts). */
+export interface ReadReplicas {
+  /** As last measured (no I/O). */
+  status(): ReplicaStatus[];
+  /** Measures now, then reports. */
+  check(): Promise<ReplicaStatus[]>;
+  /** Reads served so far, by node (`primary` and each replica's name). */
+  reads(): Record<string, number>;
+}
 
 /**
  * Thrown when the database cannot be reached or does not answer within its deadline (WAYBILL_DB_TIMEOUT_MS):

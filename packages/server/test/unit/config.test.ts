@@ -6,7 +6,8 @@ describe('loadConfig', () => {
     const config = loadConfig({});
     expect(config).toStrictEqual({
       databaseUrl: 'sqlite:./data/waybill.db',
-      databaseReadUrl: null,
+      databaseReadUrl: [],
+      readMaxLagMs: 1000,
       host: '127.0.0.1',
       port: 8080,
       adminToken: null,

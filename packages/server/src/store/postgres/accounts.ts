@@ -21,12 +21,14 @@ const ACCOUNT_TABLES = [
 ] as const;
 
 /**
- * Accounts on PostgreSQL. Everything reads and writes the primary except the lookup by key, which
- * authenticates every query request and reads `replica` (the primary when there is none).
+ * Accounts on PostgreSQL, all on the primary. The lookup by key decides access (a secret, a lockout, an account
+ * just created or rotated): a replica a few seconds behind would refuse a correct new secret and count it
+ * toward a lockout, so it never reads one. The account cache (auth/account-cache.ts) keeps its load to about
+ * one read per key per WAYBILL_ACCOUNT_CACHE_MS.
  */
-export function accounts(primary: pg.Pool, replica: pg.Pool): AccountStore {
-  const accountQuery = async (name: string, text: string, values: unknown[], pool = primary) =>
-    (await pool.query<AccountRow<Columns>>({ name, text, values })).rows[0];
+export function accounts(primary: pg.Pool): AccountStore {
+  const accountQuery = async (name: string, text: string, values: unknown[]) =>
+    (await primary.query<AccountRow<Columns>>({ name, text, values })).rows[0];
 
   return {
     async createAccount(account: NewAccount): Promise<Account> {
@@ -77,7 +79,6 @@ export function accounts(primary: pg.Pool, replica: pg.Pool): AccountStore {
         'wb_account_by_key',
         `SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE key = $1`,
         [key],
-        replica,
       );
       return row ? fromRow.accountWithSecret(row) : null;
     },

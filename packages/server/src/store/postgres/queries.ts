@@ -5,53 +5,66 @@ import type { HistoryQuery, QueryStore } from '../store.js';
 import { type Columns, DLR_COLUMNS, fromRow, MESSAGE_COLUMNS } from './rows.js';
 
 /**
- * The read paths of the query endpoints on PostgreSQL: /dlr, messages by id, history, resolving a contact. They
- * read `pool`, the replica when there is one (the feed, in outbox.ts, reads the primary). Every statement is
- * named, so each connection parses and plans it once.
+ * Runs one read of an account's data on the pool the read routing picks (read-routing.ts): a replica fit to
+ * serve it, else the primary. `run` may be called twice (a failed replica read runs again on the primary).
  */
-export function queries(pool: pg.Pool): Omit<QueryStore, 'listReceiptEvents'> {
+export type ReadRouter = <T>(accountId: string, run: (pool: pg.Pool) => Promise<T>) => Promise<T>;
+
+/**
+ * The read paths of the query endpoints on PostgreSQL: /dlr, messages by id, history, resolving a contact. They
+ * read where `read` sends them, a replica when one is fit (the feed, in outbox.ts, reads the primary). Every
+ * statement is named, so each connection parses and plans it once.
+ */
+export function queries(read: ReadRouter): Omit<QueryStore, 'listReceiptEvents'> {
   return {
     async findDlr(accountId, messageId) {
       if (!isUuid(accountId)) return [];
-      const result = await pool.query<DlrRow<Columns>>({
-        name: 'wb_dlr',
-        text: `SELECT ${DLR_COLUMNS}
+      const result = await read(accountId, (pool) =>
+        pool.query<DlrRow<Columns>>({
+          name: 'wb_dlr',
+          text: `SELECT ${DLR_COLUMNS}
                FROM message_keys k
                ${joinRecord('k')}
                WHERE k.account_id = $1 AND k.id = $2 AND m.sms_status IS NOT NULL
                ORDER BY k.seq`,
-        values: [accountId, messageId],
-      });
+          values: [accountId, messageId],
+        }),
+      );
       return result.rows.map(fromRow.dlrRecipient);
     },
     async findMessagesByIds(accountId, ids, campaignId) {
       if (ids.length === 0 || !isUuid(accountId)) return [];
       const values: unknown[] = [accountId, ids];
       if (campaignId !== undefined) values.push(campaignId);
-      const result = await pool.query<MessageRow<Columns>>({
-        name: campaignId === undefined ? 'wb_messages_by_ids' : 'wb_messages_by_ids_campaign',
-        text: `SELECT ${MESSAGE_COLUMNS}
+      const result = await read(accountId, (pool) =>
+        pool.query<MessageRow<Columns>>({
+          name: campaignId === undefined ? 'wb_messages_by_ids' : 'wb_messages_by_ids_campaign',
+          text: `SELECT ${MESSAGE_COLUMNS}
                FROM message_keys k
                ${joinRecord('k')}
                WHERE k.account_id = $1 AND k.id = ANY($2::text[])
                  ${campaignId === undefined ? '' : 'AND m.campaign_id = $3'}
                ORDER BY m.created_at, m.id, m.channel_user_id`,
-        values,
-      });
+          values,
+        }),
+      );
       return result.rows.map(fromRow.message);
     },
     async resolveContact(accountId, channel, channelUserId) {
       if (!isUuid(accountId)) return null;
-      const result = await pool.query<{ contact_id: string }>({
-        name: 'wb_resolve_contact',
-        text: 'SELECT contact_id FROM identities WHERE account_id = $1 AND channel = $2 AND channel_user_id = $3',
-        values: [accountId, channel, channelUserId],
-      });
+      const result = await read(accountId, (pool) =>
+        pool.query<{ contact_id: string }>({
+          name: 'wb_resolve_contact',
+          text: 'SELECT contact_id FROM identities WHERE account_id = $1 AND channel = $2 AND channel_user_id = $3',
+          values: [accountId, channel, channelUserId],
+        }),
+      );
       return result.rows[0]?.contact_id ?? null;
     },
     async listHistory(accountId, query) {
       if (!isUuid(accountId) || (query.contactId !== undefined && !isUuid(query.contactId))) return [];
-      const result = await pool.query<MessageRow<Columns>>(historyStatement(accountId, query));
+      const statement = historyStatement(accountId, query);
+      const result = await read(accountId, (pool) => pool.query<MessageRow<Columns>>(statement));
       return result.rows.map(fromRow.message);
     },
   };

@@ -12,17 +12,20 @@ import { dropParkedBefore } from './parked.js';
 import { pepperFingerprintCalls } from './pepper-fingerprint.js';
 import { checkSchemaName, createPool } from './pool.js';
 import { prune } from './prune.js';
-import { queries } from './queries.js';
+import { queries, type ReadRouter } from './queries.js';
+import { ReadRouting } from './read-routing.js';
 
 export interface PostgresStoreOptions {
   /** The primary: every write, and every read not listed under `readUrl`. */
   url: string;
   /**
-   * A read replica for the query endpoints' reads (findDlr, findMessagesByIds, resolveContact, listHistory,
-   * getAccountByKey). They then lag the primary by the replica's delay. Default: read from `url`.
+   * Read replicas for the query endpoints' reads (findDlr, findMessagesByIds, resolveContact, listHistory),
+   * used only while they keep up: see read-routing.ts. Default: every read goes to `url`.
    */
-  readUrl?: string;
-  /** Connections per pool (the replica gets a pool of its own of the same size). */
+  readUrls?: readonly string[];
+  /** A replica serves reads only while it is at most this far behind the primary. @default 1000 */
+  readMaxLagMs?: number;
+  /** Connections per pool (each replica gets a pool of its own of the same size). */
   poolSize: number;
   /** `statement_timeout` of every connection, in milliseconds; 0 turns it off. */
   statementTimeoutMs: number;
@@ -62,8 +65,42 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
     queryTimeoutMs: timeoutMs,
   };
   const primary = createPool({ ...poolOptions, url: options.url });
-  const replica =
-    options.readUrl === undefined ? primary : createPool({ ...poolOptions, url: options.readUrl });
+  const readUrls = options.readUrls ?? [];
+  const routing =
+    readUrls.length === 0
+      ? undefined
+      : new ReadRouting(primary, {
+          primaryUrl: options.url,
+          replicaUrls: readUrls,
+          // A replica gets half the call's deadline, to connect and to answer: a read it fails (a replica gone
+          // silent before the monitor noticed) still has the other half to run on the primary.
+          pool: {
+            ...poolOptions,
+            connectTimeoutMs: Math.floor(timeoutMs / 2),
+            queryTimeoutMs: Math.floor(timeoutMs / 2),
+          },
+          maxLagMs: options.readMaxLagMs ?? 1000,
+        });
+  const read: ReadRouter = routing
+    ? (accountId, run) => routing.read(accountId, run)
+    : (_accountId, run) => run(primary);
+  // Read-your-writes: a write (even a failed one, which may have committed) keeps this account's reads on the
+  // primary until a replica has replayed past it.
+  const writing =
+    <A extends unknown[], R>(
+      accountId: (...args: A) => string | undefined,
+      call: (...args: A) => Promise<R>,
+    ) =>
+    async (...args: A): Promise<R> => {
+      try {
+        return await call(...args);
+      } finally {
+        routing?.noteWrite(accountId(...args));
+      }
+    };
+  const ingest = messageIngest(primary, schema);
+  const receipts = receiptIngest(primary);
+  const carrierReceipts = carrierReceiptIngest(primary);
   // Migrations and pruning get a connection of their own, opened when first needed, whose statements may run
   // as long as statement_timeout allows (the client gives up `timeoutMs` after that: the server's cancel never
   // came back, so the network is gone).
@@ -77,22 +114,25 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
     });
     return maintenancePool;
   };
+
   let closed = false;
   const store: Store = {
     engine: 'postgres',
-    async migrate() {
-      return migrate(maintenance(), schema);
-    },
+    // A replica that has not replayed the migrations yet counts as behind: they are a write of every account.
+    migrate: writing(
+      () => undefined,
+      () => migrate(maintenance(), schema),
+    ),
+    // Readiness is the primary's: a replica that is down or behind only takes itself out of the reads.
     async ping() {
       await primary.query('SELECT 1');
-      if (replica !== primary) await replica.query('SELECT 1');
     },
     async close() {
       // pg refuses to end a pool twice; a second close (shutdown racing a failure path) is a no-op here.
       if (closed) return;
       closed = true;
+      await routing?.close();
       await primary.end();
-      if (replica !== primary) await replica.end();
       await maintenancePool?.end();
     },
     async prune(cutoff, pruneOptions) {
@@ -101,11 +141,22 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
     ...pepperFingerprintCalls(primary),
     ...intakeRouteCalls(primary),
 
-    ...accounts(primary, replica),
-    ingestMessages: messageIngest(primary, schema),
-    ingestReceipts: receiptIngest(primary),
-    ingestCarrierReceipts: carrierReceiptIngest(primary),
-    ...queries(replica),
+    ...accounts(primary),
+    ingestMessages: writing((accountId) => accountId, ingest),
+    ingestReceipts: writing((accountId) => accountId, receipts),
+    // A carrier receipt's account is known only once its pair is found: each account written is noted then
+    // (and every account when the call failed, as it may have committed).
+    async ingestCarrierReceipts(route, items, now, carrierOptions) {
+      let results: Awaited<ReturnType<typeof carrierReceipts>> | undefined;
+      try {
+        results = await carrierReceipts(route, items, now, carrierOptions);
+        return results;
+      } finally {
+        if (results === undefined) routing?.noteWrite(undefined);
+        else for (const r of results) if ('accountId' in r) routing?.noteWrite(r.accountId);
+      }
+    },
+    ...queries(read),
 
     // The feed and the outbox read the primary: a relay must see what it leased, and an operator what they
     // just changed.
@@ -155,6 +206,12 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
       return dropParkedBefore(primary, cutoff);
     },
   };
+  const deleteAccount = store.deleteAccount;
+  store.deleteAccount = writing((id) => id, deleteAccount);
   const bounded = withDeadlines(store, timeoutMs, MAINTENANCE);
-  return { ...bounded, outboxStats: latestStats(bounded) };
+  return {
+    ...bounded,
+    outboxStats: latestStats(bounded),
+    ...(routing ? { readReplicas: routing } : {}),
+  };
 }
