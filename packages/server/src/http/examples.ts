@@ -162,3 +162,57 @@ const PROBLEM_DETAILS: Record<ProblemCode, { detail: string; [member: string]: u
   internal: { detail: 'an unexpected error occurred; the request id identifies it in the log' },
   unavailable: { detail: 'the database is unavailable; retry shortly' },
 };
+
+/** An intake route of Kannel, as the operator API shows it. */
+export const ROUTE_EXAMPLE = {
+  name: 'kannel-eu',
+  kind: 'kannel',
+  accounts: [ACCOUNT_ID],
+  timezone: 'Europe/Berlin',
+  errorMap: { '027': '2', '0x0B': '3' },
+  enabled: true,
+  createdAt: '2026-11-01T08:05:00.000Z',
+};
+/** The same route when it is made (or its token rotated): the only time the token is shown. */
+export const ROUTE_WITH_TOKEN_EXAMPLE = { ...ROUTE_EXAMPLE, token: 'wbi_3q2-7wEXAMPLEEXAMPLEEXAMPLEEXAMP' };
+/** An SMPP route as `GET /admin/v1/routes/{name}` shows it: enabled, and no binds in this version. */
+export const ROUTE_DETAIL_EXAMPLE = {
+  name: 'smsc-eu',
+  kind: 'smpp',
+  accounts: [],
+  timezone: 'UTC',
+  errorMap: {},
+  enabled: true,
+  createdAt: '2026-11-01T08:10:00.000Z',
+  smpp: {
+    host: 'smsc.example.net',
+    port: 2775,
+    systemId: 'waybill',
+    bindType: 'receiver',
+    tls: false,
+    enquireLinkSeconds: 30,
+  },
+  counts: { matched: 0, parked: 0, garbled: 0, ignored: 0 },
+  status: {
+    state: 'connecting',
+    since: null,
+    lastError: 'SMPP binds are not available in this version',
+    heldBy: null,
+  },
+};
+export const ROUTE_LIST_EXAMPLE = { routes: [ROUTE_EXAMPLE] };
+export const GARBLED_LIST_EXAMPLE = {
+  garbled: [
+    {
+      at: '2026-11-22T09:41:02.000Z',
+      text: 'type=3&account=x&messageid=order-1234&to=447700900123',
+      pdu: null,
+    },
+  ],
+};
+/** The 409 of a route name that is taken. */
+export const ROUTE_CONFLICT_EXAMPLE = {
+  ...problemExample('conflict'),
+  detail: 'a route named kannel-eu exists already',
+  param: 'name',
+};

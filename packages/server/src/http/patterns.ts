@@ -49,6 +49,12 @@ export const PATTERNS = {
   noControl: '^[^\\x00-\\x1f\\x7f-\\x9f]*$',
   /** Text without U+0000, which PostgreSQL text cannot hold (refused on both engines alike). */
   noNul: '^[^\\x00]*$',
+  /** An intake route's name (CONTRACT §12). */
+  routeName: '^[a-z0-9-]{1,32}$',
+  /** An intake route's token: `wbi_` + 32 base64url characters. */
+  intakeToken: '^wbi_[A-Za-z0-9_-]{32}$',
+  /** Text with at least one character that is not white space. */
+  notBlank: '\\S',
   /** A callback URL starts with its scheme, http or https in any case. */
   callbackUrl: '^[Hh][Tt][Tt][Pp][Ss]?://',
 } as const;

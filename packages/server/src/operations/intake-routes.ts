@@ -59,6 +59,7 @@ async function checkSettings(store: Store, settings: RouteSettings): Promise<voi
   }
   for (const [carrierError, code] of Object.entries(settings.errorMap ?? {})) {
     if (carrierError.trim() === '') throw bad('errorMap', 'errorMap keys must not be empty');
+    if (carrierError.length > 64) throw bad('errorMap', 'errorMap keys must be at most 64 characters');
     if (!Object.hasOwn(DR_ERRCODES, code)) {
       throw bad(
         `errorMap.${carrierError}`,

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../domain/errors.js';
+import { ROUTE_CONFLICT_EXAMPLE } from '../http/examples.js';
 import { KEEP_GARBLED } from '../http/intake-adapter.js';
 import {
   CreateRouteBody,
@@ -33,6 +34,7 @@ const noRoute = (name: string) => new ApiError('not_found', `no intake route ${n
 const duplicateName = {
   409: response('conflict: a route of that name exists already', ref(ProblemSchema), {
     mediaType: 'application/problem+json',
+    examples: { conflict: { summary: 'conflict', value: ROUTE_CONFLICT_EXAMPLE } },
   }),
 };
 

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
+import { type TSchema, Type } from 'typebox';
 import type { AppContext } from '../context.js';
 import type { RouteKind } from '../domain/intake/route.js';
+import { STAT_TEXTS } from '../domain/intake/states.js';
 import { fromJasmin, fromKannel, type Translation } from '../domain/intake/translate.js';
 import {
   acceptForms,
@@ -11,14 +12,21 @@ import {
   registerIntakeErrors,
   routeOfToken,
 } from '../http/intake-adapter.js';
+import { PATTERNS } from '../http/patterns.js';
 import { methodNotAllowed } from '../http/protocol.js';
 import { headers, PROTOCOL_STATUSES, problemResponses } from '../http/schemas.js';
 import { describedOnly } from '../http/validation.js';
 
-const text = (description: string, example: string, headerNames: Parameters<typeof headers>[0] = []) => ({
+/** A text/plain answer: one line, the reason of a refusal (its example shown in /docs). */
+const text = (
+  description: string,
+  example: string,
+  headerNames: Parameters<typeof headers>[0] = [],
+  schema: TSchema = Type.String({ minLength: 1 }),
+) => ({
   description,
   headers: headers(headerNames),
-  content: { 'text/plain': { schema: Type.String({ examples: [example] }) } },
+  content: { 'text/plain': { schema, example } },
 });
 
 const refusals = {
@@ -38,24 +46,35 @@ const refusals = {
   ),
 };
 
-const p = (description: string) => Type.Optional(Type.String({ description }));
+const p = (description: string, constraints: Record<string, unknown> = {}) =>
+  Type.Optional(Type.String({ description, ...constraints }));
 const direct = {
-  account: p('The account id (the dependable form, with messageid and to)'),
-  messageid: p('The message id the provider ingested'),
-  to: p('The recipient, as ingested'),
+  account: p('The account id, an existing account (the dependable form, with messageid and to)', {
+    format: 'uuid',
+    pattern: PATTERNS.uuid,
+  }),
+  messageid: p('The message id the provider ingested', { pattern: PATTERNS.messageId }),
+  to: p('The recipient, as ingested', { pattern: PATTERNS.phone }),
 };
+const token = Type.String({ description: 'The route’s intake token', pattern: PATTERNS.intakeToken });
 const KannelParams = Type.Object({
-  token: Type.String({ description: 'The route’s intake token' }),
-  type: p('%d: 1 delivered, 2 not delivered, 4 buffered, 8 SMSC accepted, 16 SMSC rejected'),
+  token,
+  type: p(
+    '%d: 1 delivered, 2 not delivered, 4 buffered, 8 SMSC accepted, 16 SMSC rejected (a stat: in reply wins; without either the receipt cannot be read)',
+    { enum: ['1', '2', '4', '8', '16'] },
+  ),
   reply: p('%A: the SMSC’s receipt text, ACK/ or NACK/…'),
   ...direct,
   carrierId: p('The SMSC’s message id: not correlated yet, answered 400'),
 });
 const JasminParams = Type.Object({
-  token: Type.String({ description: 'The route’s intake token' }),
+  token,
   id: p('Jasmin’s message id: not correlated yet, so give account, messageid and to'),
-  message_status: p('ESME_ROK / ESME_R… (level 1), DELIVRD, UNDELIV, … (level 2)'),
-  level: p('1: the SMSC’s answer to the submission; 2 or 3: the receipt'),
+  message_status: p(
+    'ESME_ROK / ESME_R… (level 1 only), DELIVRD, UNDELIV, … (level 2); without it the receipt cannot be read',
+    { pattern: `^(?:ESME_R[A-Z0-9_]+|${Object.keys(STAT_TEXTS).join('|')})$` },
+  ),
+  level: p('1: the SMSC’s answer to the submission; 2 or 3: the receipt', { enum: ['1', '2', '3'] }),
   connector: p('The connector the message left by'),
   subdate: p('YYMMDDhhmm[ss] in the route’s zone'),
   donedate: p('YYMMDDhhmm[ss] in the route’s zone: the drTime'),
@@ -148,12 +167,12 @@ export async function intakeRoutes(app: FastifyInstance, ctx: AppContext): Promi
             'Authenticated by the route’s token in the `token` query parameter (stripped from logs). Answers are text/plain.',
           tags: ['intake'],
           security: [{ intakeToken: [] }],
-          querystring: method === 'GET' ? adapter.params : Type.Object({ token: Type.String() }),
+          querystring: method === 'GET' ? adapter.params : Type.Object({ token }),
           ...(method === 'POST'
             ? { body: { content: { 'application/x-www-form-urlencoded': { schema: adapter.params } } } }
             : {}),
           response: {
-            200: text('Stored or parked', adapter.answer),
+            200: text('Stored or parked', adapter.answer, [], Type.Literal(adapter.answer)),
             ...refusals,
             ...problemResponses([...PROTOCOL_STATUSES]),
           },

@@ -113,6 +113,9 @@ describe.each(engines())('$name operator API: intake routes', (engine) => {
       [{ name: 'a', kind: 'http' }, 'kind'],
       [{ name: 'a', kind: 'kannel', timezone: 'Mars/Olympus' }, 'timezone'],
       [{ name: 'a', kind: 'kannel', errorMap: { '027': '42' } }, 'errorMap.027'],
+      // The document says so (a key of at most 64 characters, not blank).
+      [{ name: 'a', kind: 'kannel', errorMap: { ['x'.repeat(65)]: '2' } }, 'errorMap'],
+      [{ name: 'a', kind: 'kannel', errorMap: { ' ': '2' } }, 'errorMap'],
       [{ name: 'a', kind: 'kannel', accounts: ['0190a5d4-7e2b-7c3d-8e4f-5a6b7c8d9e0f'] }, 'accounts[0]'],
       [{ name: 'a', kind: 'kannel', smpp: SMPP }, 'smpp'],
       [{ name: 'a', kind: 'smpp' }, 'smpp'],

@@ -5,6 +5,7 @@ import { type JsonSchema, type OpenApiDocument, resolve } from './openapi.js';
  * Values a JSON Schema of the OpenAPI document allows, as a fast-check arbitrary: what a client (or a tester such
  * as Schemathesis) generating from the document would send. It reads the keywords the document uses — type,
  * enum, const, pattern, format, length and range bounds, properties with required and additionalProperties,
+ * patternProperties with propertyNames,
  * items with minItems and maxItems, anyOf — and fails loudly on a keyword it does not know, so that a new kind
  * of constraint is not silently left out.
  */
@@ -95,6 +96,18 @@ function objectOf(doc: OpenApiDocument, s: JsonSchema): fc.Arbitrary<Record<stri
     Object.entries(properties).map(([name, property]) => [name, arbitraryOf(doc, property)]),
   );
   const fixed = fc.record(shape, { requiredKeys: [...required].filter((k) => k in properties) });
+  // A map (a record of any keys): keys from propertyNames that its pattern takes, values from its schema.
+  const patterns = Object.entries((s.patternProperties ?? {}) as Record<string, JsonSchema>);
+  if (patterns.length > 0 && Object.keys(properties).length === 0) {
+    const [[keyPattern, valueSchema]] = patterns as [[string, JsonSchema]];
+    const keyRule = new RegExp(keyPattern, 'u');
+    const names = s.propertyNames ? stringOf(s.propertyNames as JsonSchema) : fc.string({ maxLength: 8 });
+    return fc.dictionary(
+      names.filter((k) => keyRule.test(k) && !['__proto__', 'constructor'].includes(k)),
+      arbitraryOf(doc, valueSchema),
+      { maxKeys: Math.min(bound(s.maxProperties, 3), 3) },
+    );
+  }
   // A free-form object (stored as is): a few JSON values under plain keys.
   if (s.additionalProperties === true && Object.keys(properties).length === 0) {
     return fc.dictionary(
