@@ -10,13 +10,15 @@ import {
   type RouteKind,
 } from '../domain/intake/route.js';
 import type { Translation } from '../domain/intake/translate.js';
+import { applyCarrierReceipt } from '../operations/intake-receipt.js';
 import { StoreUnavailableError } from '../store/store.js';
 import { checkReceiptItem } from './ingest-items.js';
 import { sendApiError } from './problem.js';
 
 /**
  * What the HTTP adapters of CONTRACT §12 share: reading a gateway's parameters, finding the route of its token,
- * and handing a translated receipt to the same store call as the operator API's receipts (§5), so that
+ * and handing a translated receipt to the store — by carrier id (operations/intake-receipt.ts), or named
+ * directly through the same store call as the operator API's receipts (§5) — so that
  * precedence, events, parking and callbacks are those of every other receipt. Gateways read plain text and
  * retry anything but a 2xx, so every answer here is `text/plain` with the reason in one line.
  */
@@ -135,20 +137,20 @@ function garbledText(params: Record<string, string>): string {
   return text.length > 4096 ? `${text.slice(0, 4095)}…` : text;
 }
 
-/** Said until carrier ids can be correlated with recipients (CONTRACT §12 "Correlation"). */
-export const NO_CORRELATION =
-  'carrierId correlation is not available yet; name the recipient with account, messageid and to';
-
 /**
- * Applies a translated receipt to the recipient the parameters name (`account`, `messageid`, `to`) and counts
- * it on the route: `matched` when a recipient held it (applied, or ignored under precedence), `parked` when
- * none did yet. An unreadable receipt is counted `garbled` and refused (400) with the reason.
+ * Applies a translated receipt from a route and counts it on the route: `matched` when a recipient held it
+ * (applied, or ignored under precedence), `parked` when none did yet. The recipient is named directly
+ * (`account`, `messageid`, `to`) when any of those parameters is given; otherwise by the carrier id the route
+ * gave it (`carrierParam`: Kannel's `carrierId`, Jasmin's `id`; CONTRACT §12 "Correlation"). An unreadable
+ * receipt is counted `garbled` and refused (400) with the reason; a recipient of an account the route may not
+ * touch is refused (403) with nothing written.
  */
 export async function applyIntakeReceipt(
   ctx: AppContext,
   route: IntakeRouteRecord,
   translated: Translation,
   params: Record<string, string>,
+  carrierParam: string,
 ): Promise<'matched' | 'parked' | 'ignored'> {
   if (translated.kind === 'garbled') {
     // Kept for the operator before the refusal: if it cannot be kept (503), the gateway sends it again.
@@ -166,12 +168,26 @@ export async function applyIntakeReceipt(
   }
   const { account, messageid, to } = params;
   if (account === undefined && messageid === undefined && to === undefined) {
-    throw new IntakeRefusal(
-      400,
-      translated.carrierId !== null || params.carrierId !== undefined
-        ? NO_CORRELATION
-        : 'the recipient is not named: give account, messageid and to',
-    );
+    const given = params[carrierParam];
+    if (given === undefined) {
+      throw new IntakeRefusal(
+        400,
+        `the recipient is not named: give account, messageid and to, or ${carrierParam}`,
+      );
+    }
+    // The translation reads the carrier id from the parameter first; anything else means it was not one.
+    const { carrierId } = translated;
+    if (carrierId === null || carrierId !== given.trim()) {
+      throw new IntakeRefusal(400, `the parameter ${carrierParam} must be 1-64 printable ASCII characters`);
+    }
+    const outcome = await applyCarrierReceipt(ctx, route, { ...translated, carrierId });
+    if (outcome === 'forbidden') {
+      throw new IntakeRefusal(
+        403,
+        `the route ${route.name} may not touch the account holding ${carrierParam} ${carrierId}`,
+      );
+    }
+    return outcome;
   }
   const missing = (['account', 'messageid', 'to'] as const).filter((p) => params[p] === undefined);
   if (missing.length > 0) throw new IntakeRefusal(400, `the parameter ${missing.join(' and ')} is missing`);

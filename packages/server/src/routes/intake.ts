@@ -92,6 +92,8 @@ interface Adapter {
   summary: string;
   params: typeof KannelParams | typeof JasminParams;
   answer: string;
+  /** The parameter naming the recipient by the carrier id the route gave it (CONTRACT §12 "Correlation"). */
+  carrierParam: string;
   translate(
     params: Record<string, string>,
     arrivedAt: Date,
@@ -107,6 +109,7 @@ const ADAPTERS: Adapter[] = [
     summary: 'A receipt from Kannel (what its dlr-url fetches)',
     params: KannelParams,
     answer: 'OK',
+    carrierParam: 'carrierId',
     translate: (params, arrivedAt, route) =>
       fromKannel({ type: params.type, reply: params.reply, carrierId: params.carrierId, arrivedAt, route }),
   },
@@ -118,6 +121,8 @@ const ADAPTERS: Adapter[] = [
     params: JasminParams,
     // Jasmin redelivers a DLR unless it gets exactly this.
     answer: 'ACK/Jasmin',
+    // Jasmin's id is the carrier id on the route.
+    carrierParam: 'id',
     translate: (params, arrivedAt, route) =>
       fromJasmin({
         id: params.id,
@@ -139,7 +144,7 @@ const ADAPTERS: Adapter[] = [
 
 /**
  * `GET|POST /intake/v1/kannel` and `/intake/v1/jasmin` — receipts from the provider's gateway (CONTRACT §12),
- * authenticated by a route's token. The translation is domain/intake's; the store call is the receipts API's.
+ * authenticated by a route's token. The translation is domain/intake's; applying it is http/intake-adapter's.
  */
 export async function intakeRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   acceptForms(app);
@@ -151,7 +156,7 @@ export async function intakeRoutes(app: FastifyInstance, ctx: AppContext): Promi
       // HEAD (which Fastify serves with the GET handler) tells whether the request would be taken, and writes nothing.
       if (request.method === 'HEAD') return adapter.answer;
       const translated = adapter.translate(params, ctx.now(), route);
-      await applyIntakeReceipt(ctx, route, translated, params);
+      await applyIntakeReceipt(ctx, route, translated, params, adapter.carrierParam);
       return adapter.answer;
     };
     for (const method of ['GET', 'POST'] as const) {

@@ -115,10 +115,132 @@ describe.each(engines())('$name intake adapters', (engine) => {
       drErrcode: '3',
       drTime: '2026-11-22 11:05:00.000',
     });
-    // Jasmin's own id alone cannot be correlated yet: said plainly, not acknowledged.
-    const byId = await jasmin({ token, id: 'j-1', message_status: 'DELIVRD', level: '2' });
-    expectText(byId, 400, /correlation is not available yet/);
-    expect(byId.body).not.toContain('ACK/Jasmin');
+    // With account, messageid and to, Jasmin's id is not looked up: no recipient holds it, nothing was parked.
+    expect(await counts('jasmin-1')).toMatchObject({ matched: 2, parked: 0 });
+  });
+
+  it('Jasmin: its id matches the recipient that claimed it with sms.carrier', async () => {
+    const token = await createRoute({ name: 'jasmin-1', kind: 'jasmin' });
+    const res = await h().ingest(acct.id, [
+      {
+        id: 'sms-2',
+        channel: 'SMS',
+        channelUserId: ALICE,
+        sms: { carrier: { route: 'jasmin-1', messageId: 'j-7' } },
+      },
+    ]);
+    expect(res.statusCode, res.body).toBe(200);
+    const byId = await jasmin({
+      token,
+      id: 'j-7',
+      message_status: 'DELIVRD',
+      level: '2',
+      donedate: '2611221103',
+    });
+    expectText(byId, 200, 'ACK/Jasmin');
+    expect((await dlr('sms-2'))[0]).toMatchObject({
+      to: ALICE,
+      drStatuscode: 'delivered',
+      drErrcode: '0',
+      drTime: '2026-11-22 11:03:00.000',
+    });
+    // Redelivered, as a GET this time: matched again (ignored under precedence), acknowledged again.
+    const get = await h().inject(
+      `/intake/v1/jasmin?${new URLSearchParams({ token, id: 'j-7', message_status: 'DELIVRD', level: '2' })}`,
+    );
+    expectText(get, 200, 'ACK/Jasmin');
+    expect(await counts('jasmin-1')).toMatchObject({ matched: 2, parked: 0 });
+    const metrics = await h().admin('GET', '/metrics');
+    expect(metrics.body).toContain('waybill_intake_receipts_total{route="jasmin-1",outcome="matched"} 2');
+  });
+
+  it('Jasmin: a receipt before its message is parked (ACK/Jasmin), then applied when the message claims it', async () => {
+    const token = await createRoute({ name: 'jasmin-1', kind: 'jasmin' });
+    const early = await jasmin({ token, id: 'j-early', message_status: 'UNDELIV', level: '2', err: '001' });
+    expectText(early, 200, 'ACK/Jasmin');
+    expect(await counts('jasmin-1')).toMatchObject({ parked: 1, matched: 0 });
+    const metrics = await h().admin('GET', '/metrics');
+    expect(metrics.body).toContain('waybill_intake_receipts_total{route="jasmin-1",outcome="parked"} 1');
+    expect((await dlr('sms-1'))[0]).not.toHaveProperty('drStatuscode');
+    const res = await h().ingest(acct.id, [
+      {
+        id: 'late',
+        channel: 'SMS',
+        channelUserId: BOB,
+        sms: { carrier: { route: 'jasmin-1', messageId: 'j-early' } },
+      },
+    ]);
+    expect(res.statusCode, res.body).toBe(200);
+    expect((await dlr('late'))[0]).toMatchObject({ to: BOB, drStatuscode: 'failed', drErrcode: '3' });
+  });
+
+  it('Kannel: the carrierId form matches the recipient that claimed it, or parks until one does', async () => {
+    const token = await createRoute({ name: 'kannel-eu', kind: 'kannel', timezone: 'Europe/Berlin' });
+    await h().ingest(acct.id, [
+      {
+        id: 'sms-2',
+        channel: 'SMS',
+        channelUserId: ALICE,
+        sms: { carrier: { route: 'kannel-eu', messageId: '0a1b2c3d' } },
+      },
+    ]);
+    expectText(await kannel({ token, carrierId: '0a1b2c3d', type: '8', reply: 'ACK/' }), 200, 'OK');
+    expect((await dlr('sms-2'))[0]).toMatchObject({ drStatuscode: 'accepted' });
+    expectText(await kannel({ token, carrierId: '0a1b2c3d', type: '1', reply: DELIVERED_TEXT }), 200, 'OK');
+    expect((await dlr('sms-2'))[0]).toMatchObject({
+      drStatuscode: 'delivered',
+      drTime: '2026-11-22 10:02:00.000',
+    });
+    // The same carrier id on another route is another pair: parked there.
+    expectText(
+      await kannel({ token, carrierId: 'x-9', type: '2', reply: 'id:x-9 stat:UNDELIV err:001' }),
+      200,
+      'OK',
+    );
+    expect(await counts('kannel-eu')).toStrictEqual({ matched: 2, parked: 1, garbled: 0, ignored: 0 });
+    await h().ingest(acct.id, [
+      {
+        id: 'sms-3',
+        channel: 'SMS',
+        channelUserId: BOB,
+        sms: { carrier: { route: 'kannel-eu', messageId: 'x-9' } },
+      },
+    ]);
+    expect((await dlr('sms-3'))[0]).toMatchObject({ to: BOB, drStatuscode: 'failed', drErrcode: '3' });
+    const metrics = (await h().admin('GET', '/metrics')).body;
+    expect(metrics).toContain('waybill_intake_receipts_total{route="kannel-eu",outcome="matched"} 2');
+    expect(metrics).toContain('waybill_intake_receipts_total{route="kannel-eu",outcome="parked"} 1');
+  });
+
+  it('403, nothing written, for a carrier id held by an account outside the route’s accounts', async () => {
+    const other = await h().createAccount({ name: 'Other' });
+    const jasminToken = await createRoute({ name: 'j', kind: 'jasmin', accounts: [other.id] });
+    const kannelToken = await createRoute({ name: 'k', kind: 'kannel', accounts: [other.id] });
+    await h().ingest(acct.id, [
+      {
+        id: 'sms-2',
+        channel: 'SMS',
+        channelUserId: ALICE,
+        sms: { carrier: { route: 'j', messageId: 'c-1' } },
+      },
+      { id: 'sms-2', channel: 'SMS', channelUserId: BOB, sms: { carrier: { route: 'k', messageId: 'c-1' } } },
+    ]);
+    const refused = await jasmin({ token: jasminToken, id: 'c-1', message_status: 'DELIVRD', level: '2' });
+    expectText(refused, 403, /may not touch/);
+    expect(refused.body).not.toContain('ACK/Jasmin');
+    expectText(await kannel({ token: kannelToken, carrierId: 'c-1', type: '1' }), 403, /may not touch/);
+    const [alice, bob] = await dlr('sms-2');
+    expect(alice).not.toHaveProperty('drStatuscode');
+    expect(bob).not.toHaveProperty('drStatuscode');
+    expect(await counts('j')).toStrictEqual({ matched: 0, parked: 0, garbled: 0, ignored: 0 });
+    // Once the route may touch the account, the same receipt applies.
+    await h().admin('PATCH', '/admin/v1/routes/j', { accounts: [] });
+    expectText(
+      await jasmin({ token: jasminToken, id: 'c-1', message_status: 'DELIVRD', level: '2' }),
+      200,
+      'ACK/Jasmin',
+    );
+    expect((await dlr('sms-2'))[0]).toMatchObject({ drStatuscode: 'delivered' });
   });
 
   it('401 for a missing, unknown or other kind’s token, and for a rotated or deleted one', async () => {
@@ -161,7 +283,7 @@ describe.each(engines())('$name intake adapters', (engine) => {
     expectText(await kannel(params), 200, 'OK');
   });
 
-  it('400 with the reason for an unreadable receipt (counted garbled), carrierId, or a missing recipient', async () => {
+  it('400 with the reason for an unreadable receipt (counted garbled), a bad carrierId, or a missing recipient', async () => {
     const token = await createRoute({ name: 'k', kind: 'kannel' });
     const direct = { token, account: acct.id, messageid: 'sms-1', to: ALICE };
     expectText(await kannel({ ...direct, type: '99' }), 400, /cannot be read: no state that maps/);
@@ -178,11 +300,11 @@ describe.each(engines())('$name intake adapters', (engine) => {
       ],
     });
     expectText(
-      await kannel({ token, type: '1', carrierId: 'abc' }),
+      await kannel({ token, type: '1', carrierId: 'a b' }),
       400,
-      /carrierId correlation is not available/,
+      /carrierId must be 1-64 printable ASCII/,
     );
-    expectText(await kannel({ token, type: '1' }), 400, /account, messageid and to/);
+    expectText(await kannel({ token, type: '1' }), 400, /account, messageid and to, or carrierId/);
     expectText(
       await kannel({ token, type: '1', account: acct.id, messageid: 'sms-1' }),
       400,
