@@ -87,9 +87,13 @@ export const MessageItemSchema = Type.Object(
           carrier: Type.Optional(
             Type.Object(
               {
-                route: Type.String({ description: 'The route the message went out on: 1-32 of a-z 0-9 -' }),
+                route: Type.String({
+                  description: 'The route the message went out on: 1-32 of a-z 0-9 -',
+                  ...documented({ pattern: PATTERNS.routeName }),
+                }),
                 messageId: Type.String({
                   description: "The id the route's SMSC gave this recipient: 1-64 printable ASCII characters",
+                  ...documented({ pattern: PATTERNS.carrierMessageId }),
                 }),
               },
               {

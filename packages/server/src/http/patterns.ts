@@ -51,6 +51,8 @@ export const PATTERNS = {
   noNul: '^[^\\x00]*$',
   /** An intake route's name (CONTRACT §12). */
   routeName: '^[a-z0-9-]{1,32}$',
+  /** A carrier's id of a recipient (`sms.carrier.messageId`): 1–64 printable ASCII characters, space included. */
+  carrierMessageId: '^[\\x20-\\x7e]{1,64}$',
   /** An intake route's token: `wbi_` + 32 base64url characters. */
   intakeToken: '^wbi_[A-Za-z0-9_-]{32}$',
   /** Text with at least one character that is not white space. */

@@ -65,11 +65,17 @@ const KannelParams = Type.Object({
   ),
   reply: p('%A: the SMSC’s receipt text, ACK/ or NACK/…'),
   ...direct,
-  carrierId: p('The SMSC’s message id: not correlated yet, answered 400'),
+  carrierId: p(
+    'The SMSC’s message id of the recipient (sms.carrier.messageId on ingest), when account, messageid and to are not given',
+    { pattern: PATTERNS.carrierMessageId },
+  ),
 });
 const JasminParams = Type.Object({
   token,
-  id: p('Jasmin’s message id: not correlated yet, so give account, messageid and to'),
+  id: p(
+    'Jasmin’s message id: the carrier id of the recipient on this route (sms.carrier.messageId on ingest), used when account, messageid and to are not given',
+    { pattern: PATTERNS.carrierMessageId },
+  ),
   message_status: p(
     'ESME_ROK / ESME_R… (level 1 only), DELIVRD, UNDELIV, … (level 2); without it the receipt cannot be read',
     { pattern: `^(?:ESME_R[A-Z0-9_]+|${Object.keys(STAT_TEXTS).join('|')})$` },
