@@ -1,0 +1,97 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import Database from 'better-sqlite3';
+
+/**
+ * The checkpointer's thread (checkpointer.ts starts it): its own connection to the database, copying what the
+ * write-ahead log holds into the database file so that no request ever waits for it. It imports nothing of
+ * the project, so that it loads as it is, compiled or (in the tests) as TypeScript.
+ *
+ * Every tick: a PASSIVE checkpoint, which copies what it can without waiting for anyone. When the log has
+ * grown past the bound, a TRUNCATE checkpoint that waits (up to `waitMs`) for the writer's lock and for the
+ * readers, so that the log cannot grow without end; the owner holds new writes back meanwhile (`bounding`). When nothing was written since
+ * the previous tick and everything is copied, a TRUNCATE checkpoint that waits for no one, to give the disk
+ * space back while the service is idle.
+ */
+
+export interface CheckpointSettings {
+  path: string;
+  /**
+   * One Int32 shared with the owner: 1 while a bounding checkpoint wants the write lock. The owner holds new
+   * writes back meanwhile; SQLite's busy wait alone would lose the lock to a writer that commits back to back.
+   */
+  bounding: SharedArrayBuffer;
+  /** Above this many bytes in the log, a blocking checkpoint empties it. */
+  walMaxBytes: number;
+  /** Pause between ticks. */
+  intervalMs: number;
+  /** How long the blocking checkpoint waits for the writer's lock and the readers. */
+  waitMs: number;
+}
+
+/** What the thread tells its owner: each checkpoint that emptied the log, and each failure. */
+export type CheckpointReport =
+  | { type: 'truncated'; reason: 'idle' | 'bound'; frames: number; ms: number }
+  | { type: 'error'; message: string };
+
+interface CheckpointRow {
+  busy: number;
+  log: number;
+  checkpointed: number;
+}
+
+const settings = workerData as CheckpointSettings;
+const bounding = new Int32Array(settings.bounding);
+const port = parentPort;
+const db = new Database(settings.path, { fileMustExist: true, timeout: 0 });
+// The checkpoint's own fsyncs (log before copying, database file after) follow this connection's setting.
+db.pragma('synchronous = FULL');
+db.pragma('wal_autocheckpoint = 0');
+db.pragma('mmap_size = 0');
+const pageSize = Number(db.pragma('page_size', { simple: true }));
+
+const checkpoint = (mode: 'PASSIVE' | 'TRUNCATE'): CheckpointRow =>
+  (db.pragma(`wal_checkpoint(${mode})`) as CheckpointRow[])[0] ?? { busy: 1, log: -1, checkpointed: -1 };
+
+const report = (message: CheckpointReport) => port?.postMessage(message);
+
+let previousLog = -1;
+let timer: NodeJS.Timeout | undefined;
+
+function tick(): void {
+  try {
+    const passive = checkpoint('PASSIVE');
+    let log = passive.log;
+    if (log * pageSize > settings.walMaxBytes) {
+      const started = performance.now();
+      Atomics.store(bounding, 0, 1);
+      db.pragma(`busy_timeout = ${settings.waitMs}`);
+      try {
+        const row = checkpoint('TRUNCATE');
+        if (row.busy === 0) {
+          report({ type: 'truncated', reason: 'bound', frames: log, ms: performance.now() - started });
+        }
+        log = row.log;
+      } finally {
+        db.pragma('busy_timeout = 0');
+        Atomics.store(bounding, 0, 0);
+        Atomics.notify(bounding, 0);
+      }
+    } else if (log > 0 && log === previousLog && passive.checkpointed === log) {
+      const row = checkpoint('TRUNCATE');
+      if (row.busy === 0) report({ type: 'truncated', reason: 'idle', frames: log, ms: 0 });
+      log = row.log;
+    }
+    previousLog = log;
+  } catch (error) {
+    report({ type: 'error', message: error instanceof Error ? error.message : String(error) });
+  }
+  timer = setTimeout(tick, settings.intervalMs);
+}
+
+port?.on('message', (message: unknown) => {
+  if (message !== 'stop') return;
+  clearTimeout(timer);
+  db.close();
+  port.close();
+});
+tick();
