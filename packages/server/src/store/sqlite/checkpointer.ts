@@ -49,6 +49,12 @@ const WORKER_FILE = new URL(
 /** After a thread failed as a whole (it could not open the database, say), the pause before the next one. */
 const RESTART_PAUSE_MS = 1000;
 
+/**
+ * The log size at which a caught-up log is started again (or a quarter of the bound, when smaller): large
+ * enough that the pause is rare, small enough that the log stays in the file cache and far from the bound.
+ */
+const RESTART_MB = 64;
+
 /** How often a write held back by a bounding checkpoint looks whether it is done. */
 const WRITABLE_POLL_MS = 5;
 
@@ -73,6 +79,7 @@ export function startCheckpointer(options: CheckpointerOptions): Checkpointer {
     path: options.path,
     bounding: bounding.buffer as SharedArrayBuffer,
     walMaxBytes: options.walMaxMb * 1024 * 1024,
+    restartBytes: Math.min(RESTART_MB, options.walMaxMb / 4) * 1024 * 1024,
     intervalMs: options.intervalMs ?? 200,
     waitMs: options.waitMs ?? 30_000,
   };
@@ -117,11 +124,18 @@ export function startCheckpointer(options: CheckpointerOptions): Checkpointer {
         stopping = true;
         worker.postMessage('stop');
       }
-      const timer = sleep(deadlineMs, 'late' as const, { ref: false });
-      if ((await Promise.race([exited.then(() => 'exited' as const), timer])) === 'late') {
-        // Still inside a checkpoint: terminate takes effect when it returns; the caller does not wait for that.
-        void worker.terminate();
-      }
+      // Held in the event loop until it ends or the deadline passes: a caller awaiting this (a CLI command
+      // closing its store) must see it resolve, not the process exit under the await.
+      worker.ref();
+      const deadline = new AbortController();
+      const late = sleep(deadlineMs, 'late' as const, { signal: deadline.signal }).catch(
+        () => 'exited' as const,
+      );
+      const outcome = await Promise.race([exited.then(() => 'exited' as const), late]);
+      deadline.abort();
+      worker.unref();
+      // Still inside a checkpoint: terminate takes effect when it returns; the caller does not wait for that.
+      if (outcome === 'late') void worker.terminate();
     },
   };
 }
