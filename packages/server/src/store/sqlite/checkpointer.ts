@@ -20,7 +20,7 @@ export interface CheckpointerOptions {
   intervalMs?: number;
   /** How long the bounding checkpoint waits for the writer's lock and the readers. @default 30000 */
   waitMs?: number;
-  /** Each checkpoint that emptied the log, and each failure. @default a process warning for each failure */
+  /** Each checkpoint that reset the log, and each failure. @default a process warning per new failure */
   onReport?: (report: CheckpointReport) => void;
 }
 
@@ -58,11 +58,20 @@ const RESTART_MB = 64;
 /** How often a write held back by a bounding checkpoint looks whether it is done. */
 const WRITABLE_POLL_MS = 5;
 
-const warn = (report: CheckpointReport) => {
-  if (report.type === 'error') {
-    process.emitWarning(`SQLite checkpoint failed: ${report.message}`, { code: 'WAYBILL_SQLITE_CHECKPOINT' });
-  }
-};
+/** The default reporting: a process warning per failure, not repeated every tick until the log is reset again. */
+function warnOnce(): (report: CheckpointReport) => void {
+  let failing: string | null = null;
+  return (report) => {
+    if (report.type !== 'error') {
+      failing = null;
+    } else if (report.message !== failing) {
+      failing = report.message;
+      process.emitWarning(`SQLite checkpoint failed: ${report.message}`, {
+        code: 'WAYBILL_SQLITE_CHECKPOINT',
+      });
+    }
+  };
+}
 
 /**
  * Starts the checkpointer of the database at `options.path`. The thread never keeps the process alive on its
@@ -83,7 +92,7 @@ export function startCheckpointer(options: CheckpointerOptions): Checkpointer {
     intervalMs: options.intervalMs ?? 200,
     waitMs: options.waitMs ?? 30_000,
   };
-  const onReport = options.onReport ?? warn;
+  const onReport = options.onReport ?? warnOnce();
   let stopping = false;
   let worker: Worker;
   let resolveExited: () => void = () => {};
