@@ -57,8 +57,9 @@ const sqlite = (name: string, walMaxMb: number | null): Target => ({
         // Before anything opens the file again: the log as the last kill left it.
         const wal = statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0;
         console.log(`${name}: the log held ${(wal / 2 ** 20).toFixed(1)} MiB at the last kill`);
-        // The bound plus what two writers append between two of the checkpointer's ticks.
-        if (walMaxMb !== null) expect(wal).toBeLessThan((walMaxMb + 24) * 2 ** 20);
+        // The bound plus what two writers may append between two of the checkpointer's ticks on a fast machine;
+        // unchecked, the log would hold every batch of every cycle (about 0.8 MiB each).
+        if (walMaxMb !== null) expect(wal).toBeLessThan((walMaxMb + 64) * 2 ** 20);
         return openSqliteStore({ path, cacheMb: 16 });
       },
       check: () => {

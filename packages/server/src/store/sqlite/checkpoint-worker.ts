@@ -11,7 +11,7 @@ import Database from 'better-sqlite3';
  * back to back never allow: so once PASSIVE has caught up and the log is past `restartBytes`, a RESTART
  * checkpoint copies the few frames written since and resets it. When the log has grown past the bound all the
  * same (a reader held an old snapshot, the disk could not keep up), a TRUNCATE checkpoint. Both wait (up to
- * `waitMs`) for the write lock and the readers, and the owner holds new writes back meanwhile (`bounding`).
+ * `waitMs`) for the write lock and the readers, and the owner holds new writes back meanwhile (`holdWrites`).
  * When nothing was written since the previous tick and everything is copied, a TRUNCATE checkpoint that waits
  * for no one, to give the disk space back while the service is idle.
  */
@@ -22,7 +22,7 @@ export interface CheckpointSettings {
    * One Int32 shared with the owner: 1 while a resetting checkpoint wants the write lock. The owner holds new
    * writes back meanwhile; SQLite's busy wait alone would lose the lock to a writer that commits back to back.
    */
-  bounding: SharedArrayBuffer;
+  holdWrites: SharedArrayBuffer;
   /** Above this many bytes in the log, a checkpoint that waits empties it. */
   walMaxBytes: number;
   /** Above this many bytes in a log that PASSIVE has caught up with, a RESTART starts it again. */
@@ -45,7 +45,7 @@ interface CheckpointRow {
 }
 
 const settings = workerData as CheckpointSettings;
-const bounding = new Int32Array(settings.bounding);
+const holdWrites = new Int32Array(settings.holdWrites);
 const port = parentPort;
 const db = new Database(settings.path, { fileMustExist: true, timeout: 0 });
 // The checkpoint's own fsyncs (log before copying, database file after) follow this connection's setting.
@@ -65,7 +65,7 @@ const report = (message: CheckpointReport) => port?.postMessage(message);
  */
 function resetting(mode: 'RESTART' | 'TRUNCATE', reason: 'restart' | 'bound', frames: number): number {
   const started = performance.now();
-  Atomics.store(bounding, 0, 1);
+  Atomics.store(holdWrites, 0, 1);
   db.pragma(`busy_timeout = ${settings.waitMs}`);
   try {
     const row = checkpoint(mode);
@@ -73,7 +73,7 @@ function resetting(mode: 'RESTART' | 'TRUNCATE', reason: 'restart' | 'bound', fr
     return row.log;
   } finally {
     db.pragma('busy_timeout = 0');
-    Atomics.store(bounding, 0, 0);
+    Atomics.store(holdWrites, 0, 0);
   }
 }
 

@@ -14,11 +14,11 @@ import { READ_ONLY } from './file-guard.js';
 export interface CheckpointerOptions {
   /** The database file. */
   path: string;
-  /** The bound on the write-ahead log, in MiB: past it a checkpoint that makes writers wait empties it. */
+  /** The bound on the write-ahead log, in MiB: past it a checkpoint that holds writes back empties it. */
   walMaxMb: number;
   /** Pause between checkpoints. @default 200 */
   intervalMs?: number;
-  /** How long the bounding checkpoint waits for the writer's lock and the readers. @default 30000 */
+  /** How long a resetting checkpoint waits for the write lock and the readers. @default 30000 */
   waitMs?: number;
   /** Each checkpoint that reset the log, and each failure. @default a process warning per new failure */
   onReport?: (report: CheckpointReport) => void;
@@ -34,8 +34,9 @@ export interface Checkpointer {
   /** Resolves when the thread has exited. */
   readonly exited: Promise<void>;
   /**
-   * Resolves at once, unless a bounding checkpoint is waiting for the write lock or running: then when it is
-   * done, or after `timeoutMs` at most. Every write awaits it before it begins.
+   * `undefined` at once, unless a resetting checkpoint (a RESTART of a caught-up log, a TRUNCATE past the
+   * bound) is waiting for the write lock or running: then a promise that resolves when it is done, or after
+   * `timeoutMs` at most. Every write of the store awaits it before it begins.
    */
   writable(timeoutMs: number): Promise<void> | undefined;
 }
@@ -55,7 +56,7 @@ const RESTART_PAUSE_MS = 1000;
  */
 const RESTART_MB = 64;
 
-/** How often a write held back by a bounding checkpoint looks whether it is done. */
+/** How often a write held back by a resetting checkpoint looks whether it is done. */
 const WRITABLE_POLL_MS = 5;
 
 /** The default reporting: a process warning per failure, not repeated every tick until the log is reset again. */
@@ -83,10 +84,10 @@ function warnOnce(): (report: CheckpointReport) => void {
  * await checkpointer.stop();
  */
 export function startCheckpointer(options: CheckpointerOptions): Checkpointer {
-  const bounding = new Int32Array(new SharedArrayBuffer(4));
+  const holdWrites = new Int32Array(new SharedArrayBuffer(4));
   const settings: CheckpointSettings = {
     path: options.path,
-    bounding: bounding.buffer as SharedArrayBuffer,
+    holdWrites: holdWrites.buffer as SharedArrayBuffer,
     walMaxBytes: options.walMaxMb * 1024 * 1024,
     restartBytes: Math.min(RESTART_MB, options.walMaxMb / 4) * 1024 * 1024,
     intervalMs: options.intervalMs ?? 200,
@@ -122,10 +123,10 @@ export function startCheckpointer(options: CheckpointerOptions): Checkpointer {
   return {
     exited,
     writable(timeoutMs) {
-      if (Atomics.load(bounding, 0) === 0) return undefined;
+      if (Atomics.load(holdWrites, 0) === 0) return undefined;
       const deadline = Date.now() + timeoutMs;
       return (async () => {
-        while (Atomics.load(bounding, 0) !== 0 && Date.now() < deadline) await sleep(WRITABLE_POLL_MS);
+        while (Atomics.load(holdWrites, 0) !== 0 && Date.now() < deadline) await sleep(WRITABLE_POLL_MS);
       })();
     },
     async stop(deadlineMs = 5000) {
@@ -150,7 +151,7 @@ export function startCheckpointer(options: CheckpointerOptions): Checkpointer {
 }
 
 /**
- * The store with every call that writes held back while a bounding checkpoint runs (reads go on: a
+ * The store with every call that writes held back while a resetting checkpoint runs (reads go on: a
  * checkpoint never blocks them). The wait counts towards the call's deadline: wrapped in retryingWhileBusy, a
  * call that waited `timeoutMs` here and then finds the lock still taken fails at once with 503.
  */
