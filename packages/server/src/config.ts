@@ -46,6 +46,11 @@ export interface Config {
   accessLog: boolean;
   /** SQLite page cache in MiB. @default 256 */
   sqliteCacheMb: number;
+  /**
+   * The bound on SQLite's write-ahead log in MiB: past it the checkpointer empties the log while writes wait.
+   * @default 512
+   */
+  sqliteWalMaxMb: number;
   /** @default 10 */
   pgPoolSize: number;
   /** @default 5000 */
@@ -108,6 +113,7 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   logLevel: 'WAYBILL_LOG_LEVEL',
   accessLog: 'WAYBILL_ACCESS_LOG',
   sqliteCacheMb: 'WAYBILL_SQLITE_CACHE_MB',
+  sqliteWalMaxMb: 'WAYBILL_SQLITE_WAL_MAX_MB',
   pgPoolSize: 'WAYBILL_PG_POOL_SIZE',
   pgStatementTimeoutMs: 'WAYBILL_PG_STATEMENT_TIMEOUT_MS',
   workers: 'WAYBILL_WORKERS',
@@ -198,6 +204,7 @@ export function loadConfig(source: Source): Readonly<Config> {
     logLevel: logLevel as LogLevel,
     accessLog: ['on', 'true', '1'].includes(accessLog),
     sqliteCacheMb: int('sqliteCacheMb', 256, 1, 1_048_576),
+    sqliteWalMaxMb: int('sqliteWalMaxMb', 512, 1, 1_048_576),
     pgPoolSize: int('pgPoolSize', 10, 1, 10_000),
     pgStatementTimeoutMs: int('pgStatementTimeoutMs', 5000, 0, 86_400_000),
     workers: int('workers', 1, 0, 256),

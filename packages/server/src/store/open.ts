@@ -11,6 +11,7 @@ export function openStore(config: Readonly<Config>): Store {
       path: url.slice('sqlite:'.length),
       cacheMb: config.sqliteCacheMb,
       timeoutMs: config.dbTimeoutMs,
+      walMaxMb: config.sqliteWalMaxMb,
     });
   }
   return openPostgresStore({

@@ -3,11 +3,11 @@ import { resolve } from 'node:path';
 import { type Store, StoreUnavailableError } from '../store.js';
 
 /**
- * Store calls that only read. An unlinked database file still answers them, consistently, from the data it held;
+ * Store calls that only read (and `close`). An unlinked database file still answers them, consistently, from the data it held;
  * and the /dlr path (getAccountByKey, findDlr) must not pay a system call per request. Every other call — the
  * writes, `ping` (readiness) and any call added later — is checked.
  */
-const UNCHECKED: ReadonlySet<string> = new Set<keyof Store>([
+export const READ_ONLY: ReadonlySet<string> = new Set<keyof Store>([
   'close',
   'hasAccounts',
   'getAccount',
@@ -54,7 +54,7 @@ export function guardingFile(store: Store, path: string, opened: Stats): Store {
   };
   const guarded: Record<string, unknown> = { ...store };
   for (const [name, value] of Object.entries(store)) {
-    if (typeof value !== 'function' || UNCHECKED.has(name)) continue;
+    if (typeof value !== 'function' || READ_ONLY.has(name)) continue;
     guarded[name] = async (...args: unknown[]) => {
       check();
       return (value as (...a: unknown[]) => unknown).apply(store, args);

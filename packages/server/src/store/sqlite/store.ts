@@ -3,6 +3,7 @@ import type Database from 'better-sqlite3';
 import type { AttemptOutcome, ClaimedDelivery, ClaimRequest, Store } from '../store.js';
 import { type AccountStatements, accounts, prepareAccounts } from './accounts.js';
 import { retryingWhileBusy } from './busy.js';
+import { type Checkpointer, holdingWritesForCheckpoints, startCheckpointer } from './checkpointer.js';
 import { openDatabase, type Prepared, preparer } from './database.js';
 import { type EventStatements, prepareEvents } from './events.js';
 import { guardingFile } from './file-guard.js';
@@ -24,7 +25,15 @@ export interface SqliteStoreOptions {
   cacheMb: number;
   /** How long a call waits for a write lock held by another connection before failing. @default 5000 */
   timeoutMs?: number;
+  /**
+   * The bound on the write-ahead log in MiB: past it the checkpointer empties the log, and writers wait for
+   * it (checkpointer.ts). @default 512
+   */
+  walMaxMb?: number;
 }
+
+/** How long `close()` waits for the checkpointer to finish the checkpoint it is running. */
+const CHECKPOINTER_STOP_MS = 2000;
 
 /** The prepared statements of each module of this engine. */
 export interface Statements {
@@ -75,6 +84,11 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
   // (busy.ts); migrations above still wait synchronously, as nothing is served before they finish.
   db.pragma('busy_timeout = 0');
   const sql = prepareStatements(db);
+  // Started once the schema is there, so that its first checkpoint finds a migrated file.
+  const checkpointer: Checkpointer | null =
+    options.path === ':memory:'
+      ? null
+      : startCheckpointer({ path: options.path, walMaxMb: options.walMaxMb ?? 512 });
   const claim = db.transaction((request: ClaimRequest) => outbox.claim(sql.outbox, request));
   const finish = db.transaction((claimed: ClaimedDelivery, outcome: AttemptOutcome) =>
     outbox.finish(sql.outbox, claimed, outcome),
@@ -103,6 +117,8 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
       sql.ping.get();
     },
     async close() {
+      // The thread first: closing the last connection, this one, then copies what is left of the log.
+      await checkpointer?.stop(CHECKPOINTER_STOP_MS);
       if (db.open) db.close();
     },
     prune: prune(db, sql.prune, sql.outbox),
@@ -156,6 +172,10 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
       return sql.parked.dropParkedBefore.run(cutoff.getTime()).changes;
     },
   };
-  const retrying = retryingWhileBusy(store, options.timeoutMs ?? 5000);
+  const timeoutMs = options.timeoutMs ?? 5000;
+  const retrying = retryingWhileBusy(
+    checkpointer === null ? store : holdingWritesForCheckpoints(store, checkpointer, timeoutMs),
+    timeoutMs,
+  );
   return opened === null ? retrying : guardingFile(retrying, options.path, opened);
 }
