@@ -7,6 +7,14 @@ import { usageError } from './client-commands.js';
  * commands'.
  */
 
+/** The flags every operator command shares (parseArgs options), beside its own. */
+export const ADMIN_FLAGS = {
+  url: { type: 'string' },
+  timeout: { type: 'string' },
+  json: { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
+
 /** The help lines every operator command shares. */
 export const ADMIN_OPTIONS_HELP = `  --url URL        the server (default: $WAYBILL_URL)
   --timeout MS     give up on a request after MS milliseconds (default: 30000)`;

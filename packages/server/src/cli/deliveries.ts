@@ -4,7 +4,7 @@ import { DELIVERY_STATES } from '../domain/deliveries/delivery.js';
 import { isUuid } from '../domain/formats.js';
 import { MAX_DELIVERY_LIMIT } from '../domain/query-params.js';
 import { parseRfc3339 } from '../domain/wire.js';
-import { ADMIN_OPTIONS_HELP, AdminApi, adminHint, adminTarget } from './admin-api.js';
+import { ADMIN_FLAGS, ADMIN_OPTIONS_HELP, AdminApi, adminHint, adminTarget } from './admin-api.js';
 import {
   cell,
   parseCommandLine,
@@ -56,10 +56,7 @@ ${ADMIN_OPTIONS_HELP}
 Exit codes: 0 success, 1 the API answered with an error, 2 bad usage, 3 the server could not be reached.`;
 
 const OPTIONS = {
-  url: { type: 'string' },
-  timeout: { type: 'string' },
-  json: { type: 'boolean', default: false },
-  help: { type: 'boolean', short: 'h', default: false },
+  ...ADMIN_FLAGS,
   state: { type: 'string' },
   limit: { type: 'string' },
   cursor: { type: 'string' },

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { isApiError } from '@waybill/client';
 import { isUuid } from '../domain/formats.js';
 import { MAX_BATCH } from '../routes/admin-ingest.js';
-import { ADMIN_OPTIONS_HELP, AdminApi, adminHint, adminTarget } from './admin-api.js';
+import { ADMIN_FLAGS, ADMIN_OPTIONS_HELP, AdminApi, adminHint, adminTarget } from './admin-api.js';
 import { cell, parseCommandLine, reportFailure, requestOptions, usageError } from './client-commands.js';
 import { type IngestKind, type InputItem, parseInput, readInput } from './ingest-input.js';
 import { EXIT, UsageError } from './options.js';
@@ -43,11 +43,8 @@ Exit codes: 0 every item was taken, 1 the API refused an item or a request, 2 ba
 input (nothing was sent), 3 the server could not be reached.`;
 
 const OPTIONS = {
-  url: { type: 'string' },
-  timeout: { type: 'string' },
-  json: { type: 'boolean', default: false },
+  ...ADMIN_FLAGS,
   'keep-going': { type: 'boolean', default: false },
-  help: { type: 'boolean', short: 'h', default: false },
 } as const;
 
 interface ItemError {

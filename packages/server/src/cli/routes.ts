@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { BIND_TYPES, ROUTE_KINDS, ROUTE_NAME } from '../domain/intake/route.js';
-import { AdminApi, adminHint } from './admin-api.js';
+import { ADMIN_FLAGS, ADMIN_OPTIONS_HELP, AdminApi, adminHint } from './admin-api.js';
 import {
   cell,
   parseCommandLine,
@@ -52,16 +52,12 @@ Settings:
   [--enquire-link-seconds N]   smpp: the bind (the password from $WAYBILL_SMPP_PASSWORD)
 
   --json           print the API's answer as JSON (for scripts)
-  --url URL        the server (default: $WAYBILL_URL)
-  --timeout MS     give up after MS milliseconds (default: 30000)
+${ADMIN_OPTIONS_HELP}
 
 Exit codes: 0 success, 1 the API answered with an error, 2 bad usage, 3 the server could not be reached.`;
 
 const OPTIONS = {
-  url: { type: 'string' },
-  timeout: { type: 'string' },
-  json: { type: 'boolean', default: false },
-  help: { type: 'boolean', short: 'h', default: false },
+  ...ADMIN_FLAGS,
   kind: { type: 'string' },
   account: { type: 'string', multiple: true },
   'any-account': { type: 'boolean', default: false },
