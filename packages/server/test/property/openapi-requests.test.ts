@@ -286,7 +286,7 @@ function withRouteRules(fx: Fixture, operationId: string, body: Record<string, u
 /**
  * What the adapters' descriptions state in words: the token is the one of a route of the adapter's kind (only
  * the server mints tokens); the recipient is named directly by `account` (an existing account: the fixture's),
- * `messageid` and `to` together (`carrierId` alone is not correlated yet); Kannel's state is its `type` when the
+ * `messageid` and `to` together (the direct form; the carrier-id form is tested in test/http/intake.test.ts); Kannel's state is its `type` when the
  * `reply` text has no `stat:`; a Jasmin `ESME_…` status is a level-1 answer.
  */
 function withIntakeRules(fx: Fixture, kind: 'kannel' | 'jasmin', params: Record<string, unknown>) {
