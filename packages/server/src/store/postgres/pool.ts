@@ -51,16 +51,38 @@ export function checkSchemaName(schema: string): string {
 export const quoteIdent = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 
 /**
+ * How the pool's connections reach PostgreSQL: directly (or through a session-mode pooler), or through a
+ * transaction-mode pooler such as PgBouncer with `pool_mode = transaction`, where each transaction may run on
+ * a different server connection and no session state follows the client.
+ */
+export interface ConnectionMode {
+  /**
+   * Through a transaction-mode pooler: no session `SET` on connect (it would stay on whichever server
+   * connection ran it, for whichever client gets that one next, and be lost for this one). Instead the schema
+   * must be the role's `search_path` (checked on every new connection, which fails with the fix when it is
+   * not), and every transaction opens with `SET LOCAL search_path` and `SET LOCAL statement_timeout`.
+   * @default false
+   */
+  transactionPooling?: boolean;
+  /**
+   * Named prepared statements (node-postgres `name:`): parsed and planned once per server connection. Off
+   * strips the name from every query here, in the pool's client, so each runs as an unnamed statement: what
+   * PgBouncer before 1.21 in transaction mode needs. @default true, false with `transactionPooling`
+   */
+  preparedStatements?: boolean;
+}
+
+/**
  * A pool whose every connection has `search_path` and `statement_timeout` set before it is handed out: the
  * pool awaits `onConnect`, and a connection whose setup failed is closed and fails its borrower instead of
- * serving queries against the wrong schema.
- *
- * Behind PgBouncer in transaction mode a session `SET` does not follow the client from one server connection
- * to the next: there, set both on the role instead (`ALTER ROLE waybill SET search_path = …`), see
- * docs/operations.md.
+ * serving queries against the wrong schema. With `transactionPooling` the settings come from the role and
+ * each transaction instead (see {@link ConnectionMode}).
  */
-export function createPool(options: PoolOptions): pg.Pool {
-  const setup = `SET search_path TO ${quoteIdent(options.schema)}; SET statement_timeout = ${Math.max(0, Math.trunc(options.statementTimeoutMs))}`;
+export function createPool(options: PoolOptions & ConnectionMode): pg.Pool {
+  const statementTimeoutMs = Math.max(0, Math.trunc(options.statementTimeoutMs));
+  const transactionPooling = options.transactionPooling ?? false;
+  const preparedStatements = options.preparedStatements ?? !transactionPooling;
+  const setup = `SET search_path TO ${quoteIdent(options.schema)}; SET statement_timeout = ${statementTimeoutMs}`;
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.poolSize,
@@ -70,14 +92,74 @@ export function createPool(options: PoolOptions): pg.Pool {
     ...(options.queryTimeoutMs > 0 ? { query_timeout: options.queryTimeoutMs } : {}),
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+    Client: clientClass({
+      preparedStatements,
+      begin: transactionPooling
+        ? `BEGIN; SET LOCAL search_path TO ${quoteIdent(options.schema)}; SET LOCAL statement_timeout = ${statementTimeoutMs}`
+        : undefined,
+    }),
     // The setup statement below is bounded by query_timeout like any other.
     onConnect: async (client) => {
-      await client.query(setup);
+      if (transactionPooling) await checkRoleSchema(client, options.schema);
+      else await client.query(setup);
     },
   });
   // An idle connection dropped by the server emits here; without a listener that would crash the process.
   pool.on('error', () => {});
   return pool;
+}
+
+/**
+ * The pool's client class: pg's own, or one that rewrites each query on its way out, the one place every
+ * statement of the store passes (pool.query runs on a client too): without `preparedStatements` a query
+ * config loses its `name`; with `begin`, a bare `BEGIN` becomes that (BEGIN and its SET LOCALs, one round
+ * trip).
+ */
+function clientClass(rewrite: { preparedStatements: boolean; begin: string | undefined }): typeof pg.Client {
+  if (rewrite.preparedStatements && rewrite.begin === undefined) return pg.Client;
+  const { preparedStatements, begin } = rewrite;
+  class RewritingClient extends pg.Client {
+    // pg's overloads cannot be restated one by one; every form passes through with its arguments unchanged.
+    override query(...args: unknown[]): never {
+      let config = args[0];
+      if (begin !== undefined && typeof config === 'string' && config.trim().toUpperCase() === 'BEGIN') {
+        config = begin;
+      } else if (
+        !preparedStatements &&
+        typeof config === 'object' &&
+        config !== null &&
+        'name' in config &&
+        typeof (config as { submit?: unknown }).submit !== 'function'
+      ) {
+        const { name: _name, ...unnamed } = config as pg.QueryConfig;
+        config = unnamed;
+      }
+      return (super.query as (...a: unknown[]) => never)(config, ...args.slice(1));
+    }
+  }
+  return RewritingClient as unknown as typeof pg.Client;
+}
+
+/**
+ * Behind a transaction-mode pooler the schema comes from the role's `search_path` (`ALTER ROLE … IN DATABASE
+ * … SET search_path = …`), as a session `SET` cannot follow the client: a connection whose search path would
+ * name another schema is refused with the statement that fixes it, rather than read or write another schema's
+ * tables.
+ */
+async function checkRoleSchema(client: pg.ClientBase, schema: string): Promise<void> {
+  const result = await client.query<{ path: string; current: string | null; role: string; db: string }>(
+    "SELECT current_setting('search_path') AS path, current_schema() AS current, current_user AS role, current_database() AS db",
+  );
+  const row = result.rows[0];
+  if (row === undefined) throw new Error('the search_path check returned no row');
+  const first = row.path.split(',')[0]?.trim() ?? '';
+  const unquoted = first.startsWith('"') ? first.slice(1, -1).replaceAll('""', '"') : first;
+  const named = unquoted === '$user' ? row.role : unquoted;
+  if (row.current === schema || named === schema) return;
+  throw new Error(
+    `WAYBILL_PG_TRANSACTION_POOLING is on but the role's search_path is ${JSON.stringify(row.path)}, not the schema ${JSON.stringify(schema)}: ` +
+      `run ALTER ROLE ${quoteIdent(row.role)} IN DATABASE ${quoteIdent(row.db)} SET search_path = ${quoteIdent(schema)} (see docs/operations.md)`,
+  );
 }
 
 const SERIALIZATION_FAILURE = '40001';
