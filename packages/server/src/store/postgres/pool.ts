@@ -1,4 +1,12 @@
 import pg from 'pg';
+import {
+  acceptable,
+  HostResolver,
+  hostName,
+  needsResolver,
+  type PgHost,
+  parseDatabaseUrl,
+} from './connection-string.js';
 import { callDeadline, DeadlineError, isUnavailable } from './deadline.js';
 
 /** Options of one connection pool (the primary, the read replica, or maintenance). */
@@ -83,8 +91,14 @@ export function createPool(options: PoolOptions & ConnectionMode): pg.Pool {
   const transactionPooling = options.transactionPooling ?? false;
   const preparedStatements = options.preparedStatements ?? !transactionPooling;
   const setup = `SET search_path TO ${quoteIdent(options.schema)}; SET statement_timeout = ${statementTimeoutMs}`;
+  // A URL listing several hosts (or asking for a writable one): each new connection goes to the host the
+  // resolver picks, checked on arrival (see connection-string.ts).
+  const target = parseDatabaseUrl(options.url);
+  const resolver = needsResolver(target)
+    ? new HostResolver(target, { probeTimeoutMs: options.connectTimeoutMs })
+    : undefined;
   const pool = new pg.Pool({
-    connectionString: options.url,
+    connectionString: resolver ? target.urlFor(target.hosts[0] as PgHost) : options.url,
     max: options.poolSize,
     types: typeParsers,
     application_name: 'waybill',
@@ -93,6 +107,7 @@ export function createPool(options: PoolOptions & ConnectionMode): pg.Pool {
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
     Client: clientClass({
+      resolver,
       preparedStatements,
       begin: transactionPooling
         ? `BEGIN; SET LOCAL search_path TO ${quoteIdent(options.schema)}; SET LOCAL statement_timeout = ${statementTimeoutMs}`
@@ -115,10 +130,49 @@ export function createPool(options: PoolOptions & ConnectionMode): pg.Pool {
  * config loses its `name`; with `begin`, a bare `BEGIN` becomes that (BEGIN and its SET LOCALs, one round
  * trip).
  */
-function clientClass(rewrite: { preparedStatements: boolean; begin: string | undefined }): typeof pg.Client {
-  if (rewrite.preparedStatements && rewrite.begin === undefined) return pg.Client;
-  const { preparedStatements, begin } = rewrite;
+function clientClass(rewrite: {
+  resolver: HostResolver | undefined;
+  preparedStatements: boolean;
+  begin: string | undefined;
+}): typeof pg.Client {
+  const { resolver, preparedStatements, begin } = rewrite;
+  if (resolver === undefined && preparedStatements && begin === undefined) return pg.Client;
   class RewritingClient extends pg.Client {
+    #server: PgHost | undefined;
+
+    // pg's overloads cannot be restated; the pool calls connect(callback), a caller may await connect().
+    override connect(...args: unknown[]): never {
+      if (resolver === undefined) return (super.connect as (...a: unknown[]) => never)(...args);
+      const callback = args[0] as ((error?: Error) => void) | undefined;
+      const connecting = (async () => {
+        const server = await resolver.pick();
+        this.#server = server;
+        // Where pg connects to (and sends a cancel to) is read from these when it connects.
+        const self = this as unknown as { host: string; port: number; connectionParameters: PgHost };
+        self.host = server.host;
+        self.port = server.port;
+        self.connectionParameters.host = server.host;
+        self.connectionParameters.port = server.port;
+        this.on('error', () => resolver.forget(server));
+        try {
+          await (super.connect as unknown as () => Promise<void>)();
+          const refused = await acceptable(this, resolver.target.targetSessionAttrs);
+          if (refused !== null) {
+            throw Object.assign(new Error(`${hostName(server)} ${refused}`), { code: 'ECONNREFUSED' });
+          }
+        } catch (error) {
+          resolver.forget(server);
+          throw error;
+        }
+      })();
+      if (callback === undefined) return connecting as never;
+      connecting.then(
+        () => callback(),
+        (error: Error) => callback(error),
+      );
+      return undefined as never;
+    }
+
     // pg's overloads cannot be restated one by one; every form passes through with its arguments unchanged.
     override query(...args: unknown[]): never {
       let config = args[0];
@@ -134,7 +188,16 @@ function clientClass(rewrite: { preparedStatements: boolean; begin: string | und
         const { name: _name, ...unnamed } = config as pg.QueryConfig;
         config = unnamed;
       }
-      return (super.query as (...a: unknown[]) => never)(config, ...args.slice(1));
+      const result = (super.query as (...a: unknown[]) => unknown)(config, ...args.slice(1));
+      // A server that turned read-only under us (a demoted primary): new connections look for another.
+      if (resolver !== undefined && this.#server !== undefined && result instanceof Promise) {
+        const server = this.#server;
+        result.catch((error: unknown) => {
+          if (error instanceof pg.DatabaseError && error.code === READ_ONLY_TRANSACTION)
+            resolver.forget(server);
+        });
+      }
+      return result as never;
     }
   }
   return RewritingClient as unknown as typeof pg.Client;
@@ -163,6 +226,7 @@ async function checkRoleSchema(client: pg.ClientBase, schema: string): Promise<v
 }
 
 const SERIALIZATION_FAILURE = '40001';
+const READ_ONLY_TRANSACTION = '25006';
 const DEADLOCK_DETECTED = '40P01';
 const UNIQUE_VIOLATION = '23505';
 
@@ -294,6 +358,8 @@ export async function inTransaction<T>(
         } catch (rollbackError) {
           broken = rollbackError as Error;
         }
+        // A server that turned read-only (a demoted primary) will refuse every write: not back to the pool.
+        if (error instanceof pg.DatabaseError && error.code === READ_ONLY_TRANSACTION) broken ??= error;
       } else {
         broken = error as Error;
       }
