@@ -2,6 +2,7 @@
 
 import { DEFAULT_RETRY_SCHEDULE } from './domain/deliveries/schedule.js';
 import { allowlistEntryProblem } from './domain/ip-allowlist.js';
+import { parseDatabaseUrl } from './store/postgres/connection-string.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -175,6 +176,14 @@ export function loadConfig(source: Source): Readonly<Config> {
   const databaseUrl = read('databaseUrl') ?? 'sqlite:./data/waybill.db';
   if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must be sqlite:<path>, sqlite::memory: or postgres://…');
+  }
+  if (!databaseUrl.startsWith('sqlite:')) {
+    // A host list (several hosts, target_session_attrs) is read here, so a bad one stops the start.
+    try {
+      parseDatabaseUrl(databaseUrl);
+    } catch (error) {
+      throw new ConfigError(`DATABASE_URL: ${(error as Error).message}`);
+    }
   }
   const flag = (field: keyof Config, fallback: boolean): boolean => {
     const raw = read(field);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
 import { hostName, needsResolver, parseDatabaseUrl } from '../../src/store/postgres/connection-string.js';
 
 describe('multi-host database URLs', () => {
@@ -41,5 +42,15 @@ describe('multi-host database URLs', () => {
     } catch (error) {
       expect(String(error)).not.toContain('secret');
     }
+  });
+
+  it('is checked when the configuration loads, naming DATABASE_URL', () => {
+    expect(() =>
+      loadConfig({ DATABASE_URL: 'postgres://u:secret@a,b/db?target_session_attrs=prefer-standby' }),
+    ).toThrow(/^DATABASE_URL: target_session_attrs=prefer-standby is not supported/);
+    expect(
+      loadConfig({ DATABASE_URL: 'postgres://u@a:5432,b:5433/db?target_session_attrs=read-write' })
+        .databaseUrl,
+    ).toBe('postgres://u@a:5432,b:5433/db?target_session_attrs=read-write');
   });
 });

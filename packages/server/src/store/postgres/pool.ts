@@ -1,13 +1,7 @@
 import pg from 'pg';
-import {
-  acceptable,
-  HostResolver,
-  hostName,
-  needsResolver,
-  type PgHost,
-  parseDatabaseUrl,
-} from './connection-string.js';
+import { hostName, needsResolver, type PgHost, parseDatabaseUrl } from './connection-string.js';
 import { callDeadline, DeadlineError, isUnavailable } from './deadline.js';
+import { acceptable, HostResolver } from './host-resolver.js';
 
 /** Options of one connection pool (the primary, the read replica, or maintenance). */
 export interface PoolOptions {
