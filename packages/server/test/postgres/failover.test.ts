@@ -7,6 +7,7 @@ import { hostName, parseDatabaseUrl } from '../../src/store/postgres/connection-
 import { HostResolver } from '../../src/store/postgres/host-resolver.js';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import { type Receiver, startReceiver } from '../callbacks/receiver.js';
+import { createAccount } from '../conformance/fixtures.js';
 import { clusterTestsEnabled, type PgCluster, startCluster } from '../support/pg-cluster.js';
 import { killAll, type Served, serve } from '../support/processes.js';
 
@@ -98,6 +99,46 @@ describe.skipIf(!clusterTestsEnabled())('failover to a promoted standby', () => 
     } finally {
       await onPrimary.close();
       await c.query('primary', 'DROP SCHEMA IF EXISTS wb_resolver CASCADE');
+    }
+  }, 120_000);
+
+  it('leaves a primary that turned read-only: its writes answer unavailable, then resume once it is writable', async () => {
+    const c = cluster as PgCluster;
+    const store = openPostgresStore({
+      url: `postgres://postgres@${c.primaryName},${c.standbyName}/postgres?target_session_attrs=read-write`,
+      poolSize: 2,
+      statementTimeoutMs: 5_000,
+      timeoutMs: 5_000,
+      schema: 'wb_demoted',
+    });
+    try {
+      await store.migrate();
+      await createAccount(store);
+      // Every session of the primary now refuses writes, as a demoted primary does.
+      await c.query('primary', 'ALTER SYSTEM SET default_transaction_read_only = on');
+      await c.query('primary', 'SELECT pg_reload_conf()');
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      for (let i = 0; i < 3; i++) {
+        await expect(createAccount(store)).rejects.toMatchObject({ name: 'StoreUnavailableError' });
+      }
+      await c.query('primary', 'ALTER SYSTEM RESET default_transaction_read_only');
+      await c.query('primary', 'SELECT pg_reload_conf()');
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const ok = await createAccount(store).then(
+          () => true,
+          () => false,
+        );
+        if (ok) break;
+        if (Date.now() > deadline)
+          throw new Error('writes did not resume once the primary was writable again');
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    } finally {
+      await c.query('primary', 'ALTER SYSTEM RESET default_transaction_read_only').catch(() => {});
+      await c.query('primary', 'SELECT pg_reload_conf()').catch(() => {});
+      await store.close();
+      await c.query('primary', 'DROP SCHEMA IF EXISTS wb_demoted CASCADE');
     }
   }, 120_000);
 

@@ -141,6 +141,13 @@ function clientClass(rewrite: {
       const connecting = (async () => {
         const server = await resolver.pick();
         this.#server = server;
+        // The pool gave up waiting (connectionTimeoutMillis) while the hosts were probed: it has destroyed
+        // this client's socket, and connecting it now would leave a connection no one will ever close.
+        if (
+          (this as unknown as { connection: { stream: { destroyed: boolean } } }).connection.stream.destroyed
+        ) {
+          throw new Error('timeout expired');
+        }
         // Where pg connects to (and sends a cancel to) is read from these when it connects.
         const self = this as unknown as { host: string; port: number; connectionParameters: PgHost };
         self.host = server.host;
@@ -182,15 +189,24 @@ function clientClass(rewrite: {
         const { name: _name, ...unnamed } = config as pg.QueryConfig;
         config = unnamed;
       }
-      const result = (super.query as (...a: unknown[]) => unknown)(config, ...args.slice(1));
+      if (resolver === undefined)
+        return (super.query as (...a: unknown[]) => never)(config, ...args.slice(1));
       // A server that turned read-only under us (a demoted primary): new connections look for another.
-      if (resolver !== undefined && this.#server !== undefined && result instanceof Promise) {
-        const server = this.#server;
-        result.catch((error: unknown) => {
-          if (error instanceof pg.DatabaseError && error.code === READ_ONLY_TRANSACTION)
-            resolver.forget(server);
-        });
+      const server = this.#server;
+      const watch = (error: unknown) => {
+        if (server && error instanceof pg.DatabaseError && error.code === READ_ONLY_TRANSACTION)
+          resolver.forget(server);
+      };
+      const rest = args.slice(1);
+      const callback = rest.at(-1);
+      if (typeof callback === 'function') {
+        rest[rest.length - 1] = (error: unknown, value: unknown) => {
+          watch(error);
+          callback(error, value);
+        };
       }
+      const result = (super.query as (...a: unknown[]) => unknown)(config, ...rest);
+      if (result instanceof Promise) result.catch(watch);
       return result as never;
     }
   }
