@@ -97,8 +97,7 @@ export async function startPgBouncer(options: PgBouncerOptions): Promise<PgBounc
         'pool_mode = transaction',
         `default_pool_size = ${options.poolSize ?? 4}`,
         'max_client_conn = 500',
-        // What node-postgres sends at startup that PgBouncer 1.18 does not track.
-        'ignore_startup_parameters = extra_float_digits',
+        // No ignore_startup_parameters: node-postgres sends only user, database and application_name.
         `logfile = ${join(dir, 'pgbouncer.log')}`,
         `pidfile = ${join(dir, 'pgbouncer.pid')}`,
         '',
