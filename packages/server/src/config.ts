@@ -2,6 +2,7 @@
 
 import { DEFAULT_RETRY_SCHEDULE } from './domain/deliveries/schedule.js';
 import { allowlistEntryProblem } from './domain/ip-allowlist.js';
+import { parseDatabaseUrl } from './store/postgres/connection-string.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -55,6 +56,13 @@ export interface Config {
   pgPoolSize: number;
   /** @default 5000 */
   pgStatementTimeoutMs: number;
+  /**
+   * PostgreSQL is reached through a transaction-mode pooler (PgBouncer `pool_mode = transaction`): no session
+   * SET, the schema from the role's search_path, SET LOCAL in each transaction. @default false
+   */
+  pgTransactionPooling: boolean;
+  /** Named prepared statements. @default true, false when `pgTransactionPooling` is on */
+  pgPreparedStatements: boolean;
   /** `serve` processes sharing the port; 0 is one per core. @default 1 */
   workers: number;
   /** The longest a request waits on the database, either engine. @default 5000 */
@@ -116,6 +124,8 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   sqliteWalMaxMb: 'WAYBILL_SQLITE_WAL_MAX_MB',
   pgPoolSize: 'WAYBILL_PG_POOL_SIZE',
   pgStatementTimeoutMs: 'WAYBILL_PG_STATEMENT_TIMEOUT_MS',
+  pgTransactionPooling: 'WAYBILL_PG_TRANSACTION_POOLING',
+  pgPreparedStatements: 'WAYBILL_PG_PREPARED_STATEMENTS',
   workers: 'WAYBILL_WORKERS',
   dbTimeoutMs: 'WAYBILL_DB_TIMEOUT_MS',
   accountCacheMs: 'WAYBILL_ACCOUNT_CACHE_MS',
@@ -167,6 +177,14 @@ export function loadConfig(source: Source): Readonly<Config> {
   if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must be sqlite:<path>, sqlite::memory: or postgres://…');
   }
+  if (!databaseUrl.startsWith('sqlite:')) {
+    // A host list (several hosts, target_session_attrs) is read here, so a bad one stops the start.
+    try {
+      parseDatabaseUrl(databaseUrl);
+    } catch (error) {
+      throw new ConfigError(`DATABASE_URL: ${(error as Error).message}`);
+    }
+  }
   const flag = (field: keyof Config, fallback: boolean): boolean => {
     const raw = read(field);
     if (raw === undefined) return fallback;
@@ -207,6 +225,8 @@ export function loadConfig(source: Source): Readonly<Config> {
     sqliteWalMaxMb: int('sqliteWalMaxMb', 512, 1, 1_048_576),
     pgPoolSize: int('pgPoolSize', 10, 1, 10_000),
     pgStatementTimeoutMs: int('pgStatementTimeoutMs', 5000, 0, 86_400_000),
+    pgTransactionPooling: flag('pgTransactionPooling', false),
+    pgPreparedStatements: flag('pgPreparedStatements', !flag('pgTransactionPooling', false)),
     workers: int('workers', 1, 0, 256),
     dbTimeoutMs: int('dbTimeoutMs', 5000, 100, 600_000),
     // At most a minute: the bound on how stale authentication may be has to stay short to mean anything.

@@ -20,6 +20,8 @@ export function openStore(config: Readonly<Config>): Store {
     readMaxLagMs: config.readMaxLagMs,
     poolSize: config.pgPoolSize,
     statementTimeoutMs: config.pgStatementTimeoutMs,
+    transactionPooling: config.pgTransactionPooling,
+    preparedStatements: config.pgPreparedStatements,
     timeoutMs: config.dbTimeoutMs,
   });
 }

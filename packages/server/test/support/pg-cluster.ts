@@ -53,6 +53,12 @@ export interface PgCluster {
   stopStandby(standby?: number): Promise<void>;
   /** Starts a stopped standby again (a running one is left alone). */
   startStandby(standby?: number): Promise<void>;
+  /** host:port of the primary. */
+  primaryName: string;
+  /** Stops the primary (`pg_ctl stop -m fast`: its standbys receive all of its WAL first). */
+  stopPrimary(): Promise<void>;
+  /** Promotes a standby to a primary (`pg_ctl promote`), returning once it accepts writes. @default the first */
+  promote(standby?: number): Promise<void>;
   /** Waits until every running standby has replayed everything the primary has written so far. */
   waitForCatchUp(): Promise<void>;
   /** Stops both servers at once and removes their files; safe to call twice or after a failed start. */
@@ -169,6 +175,23 @@ export async function startCluster(standbys = 1): Promise<PgCluster> {
     standbyUrls,
     standbyName: `127.0.0.1:${standbyPorts[0]}`,
     standbyNames: standbyPorts.map((port) => `127.0.0.1:${port}`),
+    primaryName: `127.0.0.1:${primaryPort}`,
+    async stopPrimary() {
+      const at = started.indexOf(primaryDir);
+      if (at >= 0) started.splice(at, 1);
+      await pgCtl(primaryDir, 'stop', '-m', 'fast');
+    },
+    async promote(i = 0) {
+      const { url, data } = standby(i);
+      await pgCtl(data, 'promote');
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const [row] = await on<{ standby: boolean }>(url, 'SELECT pg_is_in_recovery() AS standby');
+        if (row?.standby === false) return;
+        if (Date.now() > deadline) throw new Error(`standby ${i + 1} still in recovery 60 s after promote`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
     query: (node, text) => on(node === 'primary' ? primaryUrl : standby(0).url, text),
     async pauseReplay(i = 0) {
       await on(standby(i).url, 'SELECT pg_wal_replay_pause()');

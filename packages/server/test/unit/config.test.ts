@@ -26,6 +26,8 @@ describe('loadConfig', () => {
       sqliteWalMaxMb: 512,
       pgPoolSize: 10,
       pgStatementTimeoutMs: 5000,
+      pgTransactionPooling: false,
+      pgPreparedStatements: true,
       workers: 1,
       dbTimeoutMs: 5000,
       accountCacheMs: 1000,

@@ -1,5 +1,7 @@
 import pg from 'pg';
+import { hostName, needsResolver, type PgHost, parseDatabaseUrl } from './connection-string.js';
 import { callDeadline, DeadlineError, isUnavailable } from './deadline.js';
+import { acceptable, HostResolver } from './host-resolver.js';
 
 /** Options of one connection pool (the primary, the read replica, or maintenance). */
 export interface PoolOptions {
@@ -51,18 +53,46 @@ export function checkSchemaName(schema: string): string {
 export const quoteIdent = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 
 /**
+ * How the pool's connections reach PostgreSQL: directly (or through a session-mode pooler), or through a
+ * transaction-mode pooler such as PgBouncer with `pool_mode = transaction`, where each transaction may run on
+ * a different server connection and no session state follows the client.
+ */
+export interface ConnectionMode {
+  /**
+   * Through a transaction-mode pooler: no session `SET` on connect (it would stay on whichever server
+   * connection ran it, for whichever client gets that one next, and be lost for this one). Instead the schema
+   * must be the role's `search_path` (checked on every new connection, which fails with the fix when it is
+   * not), and every transaction opens with `SET LOCAL search_path` and `SET LOCAL statement_timeout`.
+   * @default false
+   */
+  transactionPooling?: boolean;
+  /**
+   * Named prepared statements (node-postgres `name:`): parsed and planned once per server connection. Off
+   * strips the name from every query here, in the pool's client, so each runs as an unnamed statement: what
+   * PgBouncer before 1.21 in transaction mode needs. @default true, false with `transactionPooling`
+   */
+  preparedStatements?: boolean;
+}
+
+/**
  * A pool whose every connection has `search_path` and `statement_timeout` set before it is handed out: the
  * pool awaits `onConnect`, and a connection whose setup failed is closed and fails its borrower instead of
- * serving queries against the wrong schema.
- *
- * Behind PgBouncer in transaction mode a session `SET` does not follow the client from one server connection
- * to the next: there, set both on the role instead (`ALTER ROLE waybill SET search_path = …`), see
- * docs/operations.md.
+ * serving queries against the wrong schema. With `transactionPooling` the settings come from the role and
+ * each transaction instead (see {@link ConnectionMode}).
  */
-export function createPool(options: PoolOptions): pg.Pool {
-  const setup = `SET search_path TO ${quoteIdent(options.schema)}; SET statement_timeout = ${Math.max(0, Math.trunc(options.statementTimeoutMs))}`;
+export function createPool(options: PoolOptions & ConnectionMode): pg.Pool {
+  const statementTimeoutMs = Math.max(0, Math.trunc(options.statementTimeoutMs));
+  const transactionPooling = options.transactionPooling ?? false;
+  const preparedStatements = options.preparedStatements ?? !transactionPooling;
+  const setup = `SET search_path TO ${quoteIdent(options.schema)}; SET statement_timeout = ${statementTimeoutMs}`;
+  // A URL listing several hosts (or asking for a writable one): each new connection goes to the host the
+  // resolver picks, checked on arrival (see connection-string.ts).
+  const target = parseDatabaseUrl(options.url);
+  const resolver = needsResolver(target)
+    ? new HostResolver(target, { probeTimeoutMs: options.connectTimeoutMs })
+    : undefined;
   const pool = new pg.Pool({
-    connectionString: options.url,
+    connectionString: resolver ? target.urlFor(target.hosts[0] as PgHost) : options.url,
     max: options.poolSize,
     types: typeParsers,
     application_name: 'waybill',
@@ -70,9 +100,17 @@ export function createPool(options: PoolOptions): pg.Pool {
     ...(options.queryTimeoutMs > 0 ? { query_timeout: options.queryTimeoutMs } : {}),
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+    Client: clientClass({
+      resolver,
+      preparedStatements,
+      begin: transactionPooling
+        ? `BEGIN; SET LOCAL search_path TO ${quoteIdent(options.schema)}; SET LOCAL statement_timeout = ${statementTimeoutMs}`
+        : undefined,
+    }),
     // The setup statement below is bounded by query_timeout like any other.
     onConnect: async (client) => {
-      await client.query(setup);
+      if (transactionPooling) await checkRoleSchema(client, options.schema);
+      else await client.query(setup);
     },
   });
   // An idle connection dropped by the server emits here; without a listener that would crash the process.
@@ -80,7 +118,125 @@ export function createPool(options: PoolOptions): pg.Pool {
   return pool;
 }
 
+/**
+ * The pool's client class: pg's own, or one that rewrites each query on its way out, the one place every
+ * statement of the store passes (pool.query runs on a client too): without `preparedStatements` a query
+ * config loses its `name`; with `begin`, a bare `BEGIN` becomes that (BEGIN and its SET LOCALs, one round
+ * trip).
+ */
+function clientClass(rewrite: {
+  resolver: HostResolver | undefined;
+  preparedStatements: boolean;
+  begin: string | undefined;
+}): typeof pg.Client {
+  const { resolver, preparedStatements, begin } = rewrite;
+  if (resolver === undefined && preparedStatements && begin === undefined) return pg.Client;
+  class RewritingClient extends pg.Client {
+    #server: PgHost | undefined;
+
+    // pg's overloads cannot be restated; the pool calls connect(callback), a caller may await connect().
+    override connect(...args: unknown[]): never {
+      if (resolver === undefined) return (super.connect as (...a: unknown[]) => never)(...args);
+      const callback = args[0] as ((error?: Error) => void) | undefined;
+      const connecting = (async () => {
+        const server = await resolver.pick();
+        this.#server = server;
+        // The pool gave up waiting (connectionTimeoutMillis) while the hosts were probed: it has destroyed
+        // this client's socket, and connecting it now would leave a connection no one will ever close.
+        if (
+          (this as unknown as { connection: { stream: { destroyed: boolean } } }).connection.stream.destroyed
+        ) {
+          throw new Error('timeout expired');
+        }
+        // Where pg connects to (and sends a cancel to) is read from these when it connects.
+        const self = this as unknown as { host: string; port: number; connectionParameters: PgHost };
+        self.host = server.host;
+        self.port = server.port;
+        self.connectionParameters.host = server.host;
+        self.connectionParameters.port = server.port;
+        this.on('error', () => resolver.forget(server));
+        try {
+          await (super.connect as unknown as () => Promise<void>)();
+          const refused = await acceptable(this, resolver.target.targetSessionAttrs);
+          if (refused !== null) {
+            throw Object.assign(new Error(`${hostName(server)} ${refused}`), { code: 'ECONNREFUSED' });
+          }
+        } catch (error) {
+          resolver.forget(server);
+          throw error;
+        }
+      })();
+      if (callback === undefined) return connecting as never;
+      connecting.then(
+        () => callback(),
+        (error: Error) => callback(error),
+      );
+      return undefined as never;
+    }
+
+    // pg's overloads cannot be restated one by one; every form passes through with its arguments unchanged.
+    override query(...args: unknown[]): never {
+      let config = args[0];
+      if (begin !== undefined && typeof config === 'string' && config.trim().toUpperCase() === 'BEGIN') {
+        config = begin;
+      } else if (
+        !preparedStatements &&
+        typeof config === 'object' &&
+        config !== null &&
+        'name' in config &&
+        typeof (config as { submit?: unknown }).submit !== 'function'
+      ) {
+        const { name: _name, ...unnamed } = config as pg.QueryConfig;
+        config = unnamed;
+      }
+      if (resolver === undefined)
+        return (super.query as (...a: unknown[]) => never)(config, ...args.slice(1));
+      // A server that turned read-only under us (a demoted primary): new connections look for another.
+      const server = this.#server;
+      const watch = (error: unknown) => {
+        if (server && error instanceof pg.DatabaseError && error.code === READ_ONLY_TRANSACTION)
+          resolver.forget(server);
+      };
+      const rest = args.slice(1);
+      const callback = rest.at(-1);
+      if (typeof callback === 'function') {
+        rest[rest.length - 1] = (error: unknown, value: unknown) => {
+          watch(error);
+          callback(error, value);
+        };
+      }
+      const result = (super.query as (...a: unknown[]) => unknown)(config, ...rest);
+      if (result instanceof Promise) result.catch(watch);
+      return result as never;
+    }
+  }
+  return RewritingClient as unknown as typeof pg.Client;
+}
+
+/**
+ * Behind a transaction-mode pooler the schema comes from the role's `search_path` (`ALTER ROLE … IN DATABASE
+ * … SET search_path = …`), as a session `SET` cannot follow the client: a connection whose search path would
+ * name another schema is refused with the statement that fixes it, rather than read or write another schema's
+ * tables.
+ */
+async function checkRoleSchema(client: pg.ClientBase, schema: string): Promise<void> {
+  const result = await client.query<{ path: string; current: string | null; role: string; db: string }>(
+    "SELECT current_setting('search_path') AS path, current_schema() AS current, current_user AS role, current_database() AS db",
+  );
+  const row = result.rows[0];
+  if (row === undefined) throw new Error('the search_path check returned no row');
+  const first = row.path.split(',')[0]?.trim() ?? '';
+  const unquoted = first.startsWith('"') ? first.slice(1, -1).replaceAll('""', '"') : first;
+  const named = unquoted === '$user' ? row.role : unquoted;
+  if (row.current === schema || named === schema) return;
+  throw new Error(
+    `WAYBILL_PG_TRANSACTION_POOLING is on but the role's search_path is ${JSON.stringify(row.path)}, not the schema ${JSON.stringify(schema)}: ` +
+      `run ALTER ROLE ${quoteIdent(row.role)} IN DATABASE ${quoteIdent(row.db)} SET search_path = ${quoteIdent(schema)} (see docs/operations.md)`,
+  );
+}
+
 const SERIALIZATION_FAILURE = '40001';
+const READ_ONLY_TRANSACTION = '25006';
 const DEADLOCK_DETECTED = '40P01';
 const UNIQUE_VIOLATION = '23505';
 
@@ -212,6 +368,8 @@ export async function inTransaction<T>(
         } catch (rollbackError) {
           broken = rollbackError as Error;
         }
+        // A server that turned read-only (a demoted primary) will refuse every write: not back to the pool.
+        if (error instanceof pg.DatabaseError && error.code === READ_ONLY_TRANSACTION) broken ??= error;
       } else {
         broken = error as Error;
       }

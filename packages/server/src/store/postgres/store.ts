@@ -10,12 +10,12 @@ import { migrate } from './migrations.js';
 import * as outbox from './outbox.js';
 import { dropParkedBefore } from './parked.js';
 import { pepperFingerprintCalls } from './pepper-fingerprint.js';
-import { checkSchemaName, createPool } from './pool.js';
+import { type ConnectionMode, checkSchemaName, createPool } from './pool.js';
 import { prune } from './prune.js';
 import { queries, type ReadRouter } from './queries.js';
 import { ReadRouting } from './read-routing.js';
 
-export interface PostgresStoreOptions {
+export interface PostgresStoreOptions extends ConnectionMode {
   /** The primary: every write, and every read not listed under `readUrl`. */
   url: string;
   /**
@@ -46,9 +46,10 @@ const MAINTENANCE = new Set(['migrate', 'prune']);
  * Opens a PostgreSQL store. Nothing connects until the first call; run `migrate()` before use.
  *
  * Hot queries are named prepared statements (node-postgres `name:`): parsed and planned once per connection.
- * Behind PgBouncer in transaction mode that needs PgBouncer 1.21 or later with `max_prepared_statements` set
- * (it then tracks protocol-level prepared statements across server connections); older PgBouncer in that mode
- * fails with "prepared statement … does not exist" (docs/operations.md).
+ * Behind PgBouncer in transaction mode set `transactionPooling`: the names are then stripped (PgBouncer before
+ * 1.21 fails named statements with "prepared statement … does not exist"; 1.21 or later with
+ * `max_prepared_statements` may keep them, `preparedStatements: true`), and the schema comes from the role's
+ * search_path rather than a session SET (docs/operations.md).
  *
  * @example
  * const store = openPostgresStore({ url: 'postgres://waybill@db/waybill', poolSize: 10, statementTimeoutMs: 5000 });
@@ -63,6 +64,8 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
     schema,
     connectTimeoutMs: timeoutMs,
     queryTimeoutMs: timeoutMs,
+    ...(options.transactionPooling !== undefined ? { transactionPooling: options.transactionPooling } : {}),
+    ...(options.preparedStatements !== undefined ? { preparedStatements: options.preparedStatements } : {}),
   };
   const primary = createPool({ ...poolOptions, url: options.url });
   const readUrls = options.readUrls ?? [];
