@@ -40,7 +40,13 @@ export async function serveCommand(args: string[]): Promise<number> {
   // store open) after the command has given up, and it exits 3 with one sentence.
   try {
     const { migrated, pepper } = await prepareStore(store, config);
-    service = await composeService({ config, store, pepper: pepper.value, relay: runsRelay(config) });
+    service = await composeService({
+      config,
+      store,
+      pepper: pepper.value,
+      relay: runsRelay(config),
+      binds: true,
+    });
     const { app, relay, limits } = service;
     const running = service;
 
