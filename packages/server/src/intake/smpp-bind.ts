@@ -48,6 +48,7 @@ const MAX_BATCH = 500;
 const HIGH_WATER = 2000;
 /** A lease not renewed is given up this long before it expires, so that two holders never overlap. */
 const LEASE_MARGIN_MS = 2000;
+const leaseMargin = (ttlMs: number) => Math.min(LEASE_MARGIN_MS, ttlMs / 4);
 /** Garbled text kept per receipt. */
 const MAX_GARBLED_TEXT = 4096;
 
@@ -187,7 +188,7 @@ export class SmppBind {
       this.loseLease('another process holds the bind');
       return false;
     }
-    this.leaseUntil = asked + leaseTtlMs - LEASE_MARGIN_MS;
+    this.leaseUntil = asked + leaseTtlMs - leaseMargin(leaseTtlMs);
     if (this.leaseTimer === null) {
       this.leaseTimer = setInterval(() => void this.renew(), leaseRenewMs);
       this.leaseTimer.unref();
