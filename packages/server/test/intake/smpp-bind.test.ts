@@ -171,6 +171,23 @@ describe.each(engines())('$name SMPP binds against an SMSC simulator', (engine) 
     expect((await routeDetail()).counts).toEqual({ matched: 0, parked: 0, garbled: 1, ignored: 1 });
   });
 
+  it('keeps a malformed deliver_sm as garbled, with its PDU, and acknowledges it', async () => {
+    await addRoute();
+    const session = smsc.session();
+    // A deliver_sm whose body ends inside source_addr.
+    const malformed = Buffer.from([0, 0, 0, 20, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 99, 0, 1, 1, 0x34]);
+    const answered = new Promise<{ command_status: number; sequence_number: number }>((resolve) =>
+      session.once('deliver_sm_resp', resolve),
+    );
+    session.socket.write(malformed);
+    expect(await answered).toMatchObject({ command_status: 0, sequence_number: 99 });
+    const [garbled] = await store.listGarbledIntake('smsc', 10);
+    expect(garbled?.pdu).toBe(malformed.toString('hex'));
+    expect((await routeDetail()).counts.garbled).toBe(1);
+    // The link goes on.
+    expect(await smsc.deliver({ esm_class: 0, short_message: Buffer.from('hi') })).toBe(0);
+  });
+
   it('commits receipts that arrive together in one transaction, then acknowledges them all', async () => {
     await addRoute();
     const acct = await account();
