@@ -1,4 +1,4 @@
-import { type Socket, connect as tcpConnect } from 'node:net';
+import { isIP, type Socket, connect as tcpConnect } from 'node:net';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { connect as tlsConnect } from 'node:tls';
 import type { FastifyBaseLogger } from 'fastify';
@@ -74,6 +74,8 @@ export class SmppBind {
   private state: BindStatusRecord = { state: 'connecting', since: null, lastError: null };
   private stopping = false;
   private link: SmppLink | null = null;
+  /** The socket being connected, destroyed by stop() so that no connection outlives the bind. */
+  private connecting: Socket | null = null;
   private leaseUntil = 0;
   private leaseTimer: NodeJS.Timeout | null = null;
   private wake: (() => void) | null = null;
@@ -122,7 +124,9 @@ export class SmppBind {
         .catch(() => {});
       link.drop('unbound');
     }
+    this.connecting?.destroy();
     await within(this.running ?? Promise.resolve(), Math.max(1, deadline - Date.now()));
+    this.connecting?.destroy();
     this.link?.drop('stopped');
     await this.releaseLease();
   }
@@ -131,6 +135,8 @@ export class SmppBind {
     if (this.state.state !== state) this.state = { state, since: this.ctx.now(), lastError };
     else this.state = { ...this.state, lastError };
     this.ctx.metrics.setBindUp(this.route.name, state === 'bound');
+    // Published with the lease at once, so every process reports the change without waiting for a renewal.
+    if (this.holdsLease && !this.stopping) void this.renew();
   }
 
   private async run(): Promise<void> {
@@ -228,7 +234,15 @@ export class SmppBind {
     if (settings === null) throw new Error('the route has no smpp settings');
     const timeout = this.ctx.timings.responseTimeoutMs;
     this.setState('connecting', this.state.lastError);
-    const socket = await connectSocket(settings.host, settings.port, settings.tls, timeout);
+    const socket = await connectSocket(settings.host, settings.port, settings.tls, timeout, (connecting) => {
+      this.connecting = connecting;
+    }).finally(() => {
+      this.connecting = null;
+    });
+    if (this.stopping) {
+      socket.destroy();
+      return false;
+    }
     const link = new SmppLink(socket, (header, pdu) => this.onRequest(link, header, pdu));
     this.link = link;
     let enquire: NodeJS.Timeout | null = null;
@@ -286,10 +300,12 @@ export class SmppBind {
         return;
       case CMD.unbind:
         // What is in flight is answered first; then the link ends and the bind reconnects after a pause.
-        void (this.committing ?? Promise.resolve()).then(() => {
-          link.respond(encodeResponse(header.commandId, header.sequence, STATUS.ESME_ROK));
-          setTimeout(() => link.drop('the SMSC unbound'), 100).unref();
-        });
+        void (this.committing ?? Promise.resolve())
+          .then(() => {
+            link.respond(encodeResponse(header.commandId, header.sequence, STATUS.ESME_ROK));
+            setTimeout(() => link.drop('the SMSC unbound'), 100).unref();
+          })
+          .catch(() => link.drop('the SMSC unbound'));
         return;
       case CMD.deliver_sm:
       case CMD.data_sm:
@@ -325,6 +341,10 @@ export class SmppBind {
         }
         if (this.queue.length < HIGH_WATER / 2) link.resume();
       }
+    } catch (error) {
+      // Unanswered PDUs are delivered again by the SMSC once the link is back.
+      this.ctx.log.error({ err: error, route: this.route.name }, 'SMPP receipts could not be answered');
+      link.drop('the receipts could not be answered');
     } finally {
       this.committing = null;
     }
@@ -414,24 +434,36 @@ async function within(work: Promise<unknown>, ms: number): Promise<void> {
   clearTimeout(timer);
 }
 
-function connectSocket(host: string, port: number, tls: boolean, timeoutMs: number): Promise<Socket> {
+function connectSocket(
+  host: string,
+  port: number,
+  tls: boolean,
+  timeoutMs: number,
+  started: (socket: Socket) => void,
+): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const socket: Socket = tls ? tlsConnect({ host, port, servername: host }) : tcpConnect({ host, port });
-    const timer = setTimeout(() => {
+    // SNI takes a host name only; the certificate is checked against `host` either way.
+    const socket: Socket = tls
+      ? tlsConnect({ host, port, ...(isIP(host) === 0 ? { servername: host } : {}) })
+      : tcpConnect({ host, port });
+    started(socket);
+    const fail = (reason: string) => {
+      clearTimeout(timer);
+      socket.removeListener('close', closed);
       socket.destroy();
-      reject(new Error(`could not connect to ${host}:${port} within ${timeoutMs} ms`));
-    }, timeoutMs);
+      reject(new Error(`could not connect to ${host}:${port}: ${reason}`));
+    };
+    const closed = () => fail('the connection closed');
+    const timer = setTimeout(() => fail(`no connection within ${timeoutMs} ms`), timeoutMs);
+    socket.once('close', closed);
     socket.once(tls ? 'secureConnect' : 'connect', () => {
       clearTimeout(timer);
+      socket.removeListener('close', closed);
       socket.removeAllListeners('error');
       socket.setNoDelay(true);
       socket.setKeepAlive(true, 30_000);
       resolve(socket);
     });
-    socket.once('error', (error) => {
-      clearTimeout(timer);
-      socket.destroy();
-      reject(new Error(`could not connect to ${host}:${port}: ${error.message}`));
-    });
+    socket.once('error', (error) => fail(error.message));
   });
 }
