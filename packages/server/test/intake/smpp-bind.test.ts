@@ -212,6 +212,53 @@ describe.each(engines())('$name SMPP binds against an SMSC simulator', (engine) 
     ]);
   });
 
+  it('stays correct under load: 3,000 receipts sent at once, every one committed before it is answered', {
+    timeout: 60_000,
+  }, async () => {
+    await addRoute();
+    const acct = await account();
+    const count = 3000;
+    for (let from = 0; from < count; from += 1000) {
+      const messages = Array.from({ length: 1000 }, (_, i) => ({
+        id: `m-${from + i}`,
+        channel: 'SMS',
+        channelUserId: ALICE,
+        sms: { carrier: { route: 'smsc', messageId: `c-${from + i}` } },
+      }));
+      expect((await admin('POST', `/admin/v1/accounts/${acct}/messages`, { messages })).statusCode).toBe(200);
+    }
+    const answers = await Promise.all(
+      Array.from({ length: count }, (_, i) =>
+        smsc.deliver({
+          esm_class: RECEIPT,
+          short_message: receiptText(`c-${i}`, i % 2 ? 'DELIVRD' : 'UNDELIV'),
+        }),
+      ),
+    );
+    expect(answers.filter((status) => status !== 0)).toEqual([]);
+    expect((await routeDetail()).counts.matched).toBe(count);
+    expect(await store.findDlr(acct, `m-${count - 1}`)).toMatchObject([
+      { sms: { receipt: { drStatuscode: 'delivered' } } },
+    ]);
+    expect(await store.findDlr(acct, 'm-0')).toMatchObject([
+      { sms: { receipt: { drStatuscode: 'failed' } } },
+    ]);
+  });
+
+  it('refuses for good (ESME_RX_P_APPNACK) a receipt of an account the route may not touch, writing nothing', async () => {
+    const mine = await account();
+    const theirs = await account();
+    await addRoute();
+    const patched = await admin('PATCH', '/admin/v1/routes/smsc', { accounts: [mine] });
+    expect(patched.statusCode, patched.body).toBe(200);
+    await service.binds?.refresh();
+    await ingestCarrier(theirs, 'm-1', 'c-1');
+    expect(await smsc.deliver({ esm_class: RECEIPT, short_message: receiptText('c-1', 'DELIVRD') })).toBe(
+      0x65,
+    );
+    expect(await store.findDlr(theirs, 'm-1')).toMatchObject([{ sms: { receipt: null } }]);
+  });
+
   it('answers ESME_RX_T_APPNACK while the database is unavailable, and takes the redelivery once it is back', async () => {
     await addRoute();
     const acct = await account();
