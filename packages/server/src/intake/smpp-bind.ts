@@ -78,6 +78,7 @@ export class SmppBind {
   private connecting: Socket | null = null;
   private leaseUntil = 0;
   private leaseTimer: NodeJS.Timeout | null = null;
+  private leaseCall: Promise<boolean> | null = null;
   private wake: (() => void) | null = null;
   private running: Promise<void> | null = null;
   private readonly queue: Arrived[] = [];
@@ -178,8 +179,19 @@ export class SmppBind {
 
   // ── lease ────────────────────────────────────────────────────────────────────────────────────────────
 
-  /** Takes or renews the lease; false when another process holds it or the database did not answer. */
-  private async takeLease(): Promise<boolean> {
+  /**
+   * Takes or renews the lease; false when another process holds it or the database did not answer. One call at a
+   * time: a renewal and the run loop share it, and stop() waits for it before giving the lease up, so that no
+   * renewal lands after the release.
+   */
+  private takeLease(): Promise<boolean> {
+    this.leaseCall ??= this.leaseOnce().finally(() => {
+      this.leaseCall = null;
+    });
+    return this.leaseCall;
+  }
+
+  private async leaseOnce(): Promise<boolean> {
     const { leaseTtlMs, leaseRenewMs } = this.ctx.timings;
     const asked = Date.now();
     let held: boolean;
@@ -195,7 +207,7 @@ export class SmppBind {
       return false;
     }
     this.leaseUntil = asked + leaseTtlMs - leaseMargin(leaseTtlMs);
-    if (this.leaseTimer === null) {
+    if (this.leaseTimer === null && !this.stopping) {
       this.leaseTimer = setInterval(() => void this.renew(), leaseRenewMs);
       this.leaseTimer.unref();
     }
@@ -220,9 +232,9 @@ export class SmppBind {
   }
 
   private async releaseLease(): Promise<void> {
-    const had = this.leaseUntil > 0;
+    await this.leaseCall;
     this.loseLease('stopped');
-    if (!had) return;
+    // Also when this process thinks it holds nothing: a renewal may have committed after its deadline passed.
     await this.ctx.store.releaseBindLease(this.route.name, this.ctx.holder).catch(() => {});
   }
 
