@@ -45,6 +45,8 @@ describe.each(engines())('$name SMPP binds against an SMSC simulator', (engine) 
   let logs: string[];
   /** While set, every receipt commit fails as if the database were unreachable. */
   let databaseDown: boolean;
+  /** While set, the lease cannot be taken or renewed, as if this process had lost its database. */
+  let leaseDown: boolean;
   let carrierCalls: number[];
 
   const admin = (method: 'GET' | 'POST' | 'PATCH', url: string, body?: unknown) =>
@@ -89,9 +91,14 @@ describe.each(engines())('$name SMPP binds against an SMSC simulator', (engine) 
     port = await smsc.listen();
     const opened = await engine.open();
     databaseDown = false;
+    leaseDown = false;
     carrierCalls = [];
     store = {
       ...opened,
+      async takeBindLease(...args) {
+        if (leaseDown) throw new StoreUnavailableError('the database did not answer within 5000 ms');
+        return opened.takeBindLease(...args);
+      },
       async ingestCarrierReceipts(route, items, now, options) {
         carrierCalls.push(items.length);
         if (databaseDown) throw new StoreUnavailableError('the database did not answer within 5000 ms');
@@ -305,6 +312,18 @@ describe.each(engines())('$name SMPP binds against an SMSC simulator', (engine) 
     expect(status.state).toMatch(/^(backoff|connecting)$/);
     expect(status.lastError).toMatch(/refused the bind: command_status 0x0000000d/);
     expect(await service.metrics.scrape(store)).toContain('waybill_smpp_bind_up{route="smsc"} 0');
+  });
+
+  it('drops its bind before its lease runs out when it cannot renew it, and binds again once it can', async () => {
+    await addRoute();
+    leaseDown = true;
+    const lost = Date.now();
+    await until('the bind to be dropped', () => smsc.bound.size === 0, 5000);
+    // The lease lasts 2 s here: it is given up before another process could take it.
+    expect(Date.now() - lost).toBeLessThan(2000);
+    leaseDown = false;
+    await until('a new bind', () => smsc.bound.size === 1 && smsc.events.binds === 2, 5000);
+    expect(smsc.maxBound).toBe(1);
   });
 
   it('unbinds cleanly on close and gives up the lease', async () => {
