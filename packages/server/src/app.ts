@@ -30,6 +30,7 @@ import { DOCUMENTED, finishDocument } from './http/openapi-document.js';
 import { acceptAllMethods, methodNotAllowed, registerProtocol, requestIdFrom } from './http/protocol.js';
 import { registerRequestMetrics } from './http/request-metrics.js';
 import { type NamedSchema, SHARED_SCHEMAS } from './http/schemas.js';
+import { leasedStatus } from './intake/smpp-binds.js';
 import { adminAccountRoutes } from './routes/admin-accounts.js';
 import { adminCallbackRoutes, DELIVERY_SCHEMAS } from './routes/admin-callbacks.js';
 import { adminIngestRoutes, INGEST_SCHEMAS } from './routes/admin-ingest.js';
@@ -58,6 +59,8 @@ export interface BuildOptions {
   deliveriesQueued?: () => void;
   /** The metrics registry, shared with the relay of the same process. @default a registry of its own */
   metrics?: Metrics;
+  /** The SMPP binds' status (the binds of this process). @default what the bind leases in the store say */
+  bindStatus?: AppContext['bindStatus'];
 }
 
 /**
@@ -133,6 +136,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     now: () => new Date(clock()),
     deliveriesQueued: options.deliveriesQueued ?? (() => {}),
     metrics: options.metrics ?? new Metrics(),
+    bindStatus: options.bindStatus ?? ((route) => leasedStatus(store, route)),
   };
 
   const app = Fastify({

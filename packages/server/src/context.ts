@@ -1,7 +1,9 @@
 import type { AccountCache } from './auth/account-cache.js';
 import type { Limits } from './auth/limits.js';
 import type { Config } from './config.js';
+import type { IntakeRouteRecord } from './domain/intake/route.js';
 import type { Metrics } from './http/metrics.js';
+import type { BindStatus } from './intake/smpp-binds.js';
 import type { Store } from './store/store.js';
 
 /** What routes and plugins share: built once by `buildApp` and passed to each as plugin options. */
@@ -25,6 +27,8 @@ export interface AppContext {
   deliveriesQueued: () => void;
   /** Prometheus counters of this process (`GET /metrics`). */
   metrics: Metrics;
+  /** An SMPP route's bind status (intake/smpp-binds.ts): this process's bind, or what its holder published. */
+  bindStatus: (route: IntakeRouteRecord) => Promise<BindStatus>;
 }
 
 declare module 'fastify' {

@@ -40,8 +40,14 @@ export async function serveCommand(args: string[]): Promise<number> {
   // store open) after the command has given up, and it exits 3 with one sentence.
   try {
     const { migrated, pepper } = await prepareStore(store, config);
-    service = await composeService({ config, store, pepper: pepper.value, relay: runsRelay(config) });
-    const { app, relay, limits } = service;
+    service = await composeService({
+      config,
+      store,
+      pepper: pepper.value,
+      relay: runsRelay(config),
+      binds: true,
+    });
+    const { app, relay, binds, limits } = service;
     const running = service;
 
     if ((workerIndex() ?? 0) === 0) {
@@ -75,7 +81,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     }
 
     // CONTRACT §11: stop accepting, finish in-flight requests and callback attempts (at most 10 s), close the
-    // store, exit 0. A second signal exits at once.
+    // store, exit 0. A second signal exits at once. The SMPP binds answer what is in flight and unbind (§12).
     let stopping = false;
     const stop = async (signal: string) => {
       if (stopping) {
@@ -85,8 +91,13 @@ export async function serveCommand(args: string[]): Promise<number> {
       stopping = true;
       app.log.info({ signal }, 'shutting down');
       try {
-        // Both drain at once, each within the deadline: the relay stops claiming as the server stops accepting.
-        await Promise.all([closeServer(app), relay?.stop(SHUTDOWN_DEADLINE_MS)]);
+        // All drain at once, each within the deadline: the relay stops claiming as the server stops accepting,
+        // and the binds stop taking receipts.
+        await Promise.all([
+          closeServer(app),
+          relay?.stop(SHUTDOWN_DEADLINE_MS),
+          binds?.stop(SHUTDOWN_DEADLINE_MS),
+        ]);
         await limits.close();
         await store.close();
       } catch (error) {

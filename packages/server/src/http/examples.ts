@@ -194,10 +194,10 @@ export const ROUTE_DETAIL_EXAMPLE = {
   },
   counts: { matched: 0, parked: 0, garbled: 0, ignored: 0 },
   status: {
-    state: 'connecting',
-    since: null,
-    lastError: 'SMPP binds are not available in this version',
-    heldBy: null,
+    state: 'bound',
+    since: '2026-11-22T09:58:12.000Z',
+    lastError: null,
+    heldBy: 'web1:4242:a1b2c3',
   },
 };
 export const ROUTE_LIST_EXAMPLE = { routes: [ROUTE_EXAMPLE] };

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { BIND_TYPES, type IntakeRouteRecord, ROUTE_KINDS } from '../domain/intake/route.js';
 import { DR_ERRCODES } from '../domain/vocabulary.js';
+import type { BindStatus } from '../intake/smpp-binds.js';
 import {
   GARBLED_LIST_EXAMPLE,
   ROUTE_DETAIL_EXAMPLE,
@@ -152,7 +153,7 @@ const status = Type.Object(
   {
     additionalProperties: false,
     description:
-      'SMPP routes: the bind. This version makes no binds: an enabled route stays "connecting" with lastError saying so',
+      'SMPP routes: the bind, as the process holding it last published it (heldBy); "connecting" while no process holds it',
   },
 );
 export const RouteDetailSchema = Type.Object(
@@ -307,20 +308,11 @@ export function routeWire(route: IntakeRouteRecord) {
   };
 }
 
-/** Said by every enabled SMPP route until binds exist (docs/intake.md "Routes"). */
-export const NO_BINDS = 'SMPP binds are not available in this version';
-
 /** `GET /admin/v1/routes/{name}`: the route with its counts and, for SMPP, the state of its bind. */
-export function routeDetailWire(route: IntakeRouteRecord, counted: IntakeCounts) {
+export function routeDetailWire(route: IntakeRouteRecord, counted: IntakeCounts, status: BindStatus | null) {
   return {
     ...routeWire(route),
     counts: counted,
-    ...(route.kind === 'smpp'
-      ? {
-          status: route.enabled
-            ? { state: 'connecting', since: null, lastError: NO_BINDS, heldBy: null }
-            : { state: 'disabled', since: null, lastError: null, heldBy: null },
-        }
-      : {}),
+    ...(route.kind === 'smpp' && status !== null ? { status } : {}),
   };
 }

@@ -69,10 +69,20 @@ export class Metrics {
 
   readonly smppBindUp = new Gauge({
     name: 'waybill_smpp_bind_up',
-    help: 'Whether this process holds a bound SMPP session for the route (1) or not (0); this version makes no binds',
+    help: 'Whether this process holds a bound SMPP session for the route (1) or not (0)',
     labelNames: ['route'] as const,
     registers: [this.registry],
   });
+
+  /** The routes this process holds a bound SMPP session of (intake/smpp-bind.ts). */
+  private readonly boundRoutes = new Set<string>();
+
+  /** Marks the route's bind up or down in this process. */
+  setBindUp(route: string, up: boolean): void {
+    if (up) this.boundRoutes.add(route);
+    else this.boundRoutes.delete(route);
+    this.smppBindUp.set({ route }, up ? 1 : 0);
+  }
 
   /** The same counts, readable at once for `GET /admin/v1/routes/{name}`. */
   private readonly intakeTotals = new Map<string, IntakeCounts>();
@@ -163,7 +173,9 @@ export class Metrics {
       this.parkedReceipts.set(stats.parked);
       const smpp = (await store.listIntakeRoutes()).filter((route) => route.kind === 'smpp');
       this.smppBindUp.reset();
-      for (const route of smpp) this.smppBindUp.set({ route: route.name }, 0);
+      for (const route of smpp) {
+        this.smppBindUp.set({ route: route.name }, this.boundRoutes.has(route.name) ? 1 : 0);
+      }
     } catch {
       // Reported by /readyz and the 503s; metrics stay available.
     }

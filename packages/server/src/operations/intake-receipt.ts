@@ -4,33 +4,63 @@ import type { TranslatedReceipt } from '../domain/intake/translate.js';
 /** A translated receipt that names its recipient by the carrier id the route gave it. */
 export type CarrierNamedReceipt = TranslatedReceipt & { carrierId: string };
 
+export type CarrierReceiptOutcome = 'matched' | 'parked' | 'forbidden';
+
+type ReceiptContext = Pick<AppContext, 'store' | 'metrics' | 'now' | 'deliveriesQueued'>;
+
 /**
  * Applies one translated receipt from a route by its carrier id (CONTRACT §12 "Correlation"), the one way every
- * intake source does it (the HTTP adapters now, the SMPP binds later): matched by `(route, carrier id)` and
- * applied under the precedence of every receipt, parked while no recipient holds the pair (applied when a
- * message ingest claims it), or `forbidden` — nothing written — when the pair's recipient belongs to an account
- * outside the route's `accounts`. Bumps the receipt-event metric and wakes the relay for an applied receipt, and
- * counts `matched` or `parked` on the route; the source answers `forbidden` its own way.
+ * intake source does it: matched by `(route, carrier id)` and applied under the precedence of every receipt,
+ * parked while no recipient holds the pair (applied when a message ingest claims it), or `forbidden` — nothing
+ * written — when the pair's recipient belongs to an account outside the route's `accounts`. Bumps the
+ * receipt-event metric and wakes the relay for an applied receipt, and counts `matched` or `parked` on the
+ * route; the source answers `forbidden` its own way.
  */
 export async function applyCarrierReceipt(
-  ctx: Pick<AppContext, 'store' | 'metrics' | 'now' | 'deliveriesQueued'>,
+  ctx: ReceiptContext,
   route: { name: string; accounts: readonly string[] },
   receipt: CarrierNamedReceipt,
-): Promise<'matched' | 'parked' | 'forbidden'> {
-  const { carrierId, drStatuscode, drErrcode, drTime } = receipt;
-  const [result] = await ctx.store.ingestCarrierReceipts(
+): Promise<CarrierReceiptOutcome> {
+  const [outcome] = await applyCarrierReceipts(ctx, route, [receipt]);
+  if (outcome === undefined) throw new Error('the store gave no result for the carrier receipt');
+  return outcome;
+}
+
+/**
+ * {@link applyCarrierReceipt} for many receipts of one route in one transaction (an SMPP bind's group commit):
+ * all are committed or parked together, or the call throws and none is. The outcomes are in input order.
+ */
+export async function applyCarrierReceipts(
+  ctx: ReceiptContext,
+  route: { name: string; accounts: readonly string[] },
+  receipts: readonly CarrierNamedReceipt[],
+): Promise<CarrierReceiptOutcome[]> {
+  if (receipts.length === 0) return [];
+  const results = await ctx.store.ingestCarrierReceipts(
     route.name,
-    [{ carrierId, drStatuscode, drErrcode, drTime }],
+    receipts.map(({ carrierId, drStatuscode, drErrcode, drTime }) => ({
+      carrierId,
+      drStatuscode,
+      drErrcode,
+      drTime,
+    })),
     ctx.now(),
     { accounts: route.accounts },
   );
-  if (result === undefined) throw new Error('the store gave no result for the carrier receipt');
-  if (result.outcome === 'forbidden') return 'forbidden';
-  if (result.outcome === 'applied') {
-    ctx.metrics.receiptEvents.inc(1);
+  if (results.length !== receipts.length) {
+    throw new Error('the store gave not one result per carrier receipt');
+  }
+  let applied = 0;
+  const outcomes = results.map((result): CarrierReceiptOutcome => {
+    if (result.outcome === 'forbidden') return 'forbidden';
+    if (result.outcome === 'applied') applied += 1;
+    const counted = result.outcome === 'parked' ? 'parked' : 'matched';
+    ctx.metrics.countIntake(route.name, counted);
+    return counted;
+  });
+  if (applied > 0) {
+    ctx.metrics.receiptEvents.inc(applied);
     ctx.deliveriesQueued();
   }
-  const counted = result.outcome === 'parked' ? 'parked' : 'matched';
-  ctx.metrics.countIntake(route.name, counted);
-  return counted;
+  return outcomes;
 }

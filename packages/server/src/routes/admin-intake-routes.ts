@@ -99,7 +99,8 @@ export async function adminIntakeRoutes(app: FastifyInstance, ctx: AppContext): 
       const name = nameOf(request);
       const route = await ctx.store.getIntakeRoute(name);
       if (!route) throw noRoute(name);
-      return routeDetailWire(route, ctx.metrics.intakeCounts(route.name));
+      const status = route.kind === 'smpp' ? await ctx.bindStatus(route) : null;
+      return routeDetailWire(route, ctx.metrics.intakeCounts(route.name), status);
     },
   );
   app.patch(

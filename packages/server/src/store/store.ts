@@ -151,6 +151,36 @@ export interface IntakeRouteStore {
   listGarbledIntake(route: string, limit: number): Promise<GarbledIntake[]>;
 }
 
+/** A bind's state as its holder publishes it (CONTRACT §12 `status`). */
+export interface BindStatusRecord {
+  state: 'bound' | 'connecting' | 'backoff';
+  since: Date | null;
+  lastError: string | null;
+}
+
+/** The unexpired lease of an SMPP route's bind: who holds it, and the status it last published. */
+export interface BindLease extends BindStatusRecord {
+  holder: string;
+  expiresAt: Date;
+}
+
+/**
+ * Leases of SMPP binds (CONTRACT §12 "SMPP binds"): each route's bind is held by one process at a time. A lease
+ * lasts `ttlMs` from its last renewal by the database's clock (SQLite: the machine's); an expired one may be
+ * taken by anyone.
+ */
+export interface LeaseStore {
+  /**
+   * Takes the route's lease for `holder`, or renews it when `holder` has it already, publishing `status` with
+   * it; true when `holder` holds it now. False (nothing written) while another holder's lease runs.
+   */
+  takeBindLease(route: string, holder: string, ttlMs: number, status: BindStatusRecord): Promise<boolean>;
+  /** Gives the lease up at once when `holder` has it (a clean stop): another process may take it. */
+  releaseBindLease(route: string, holder: string): Promise<void>;
+  /** The route's unexpired lease, or null. */
+  getBindLease(route: string): Promise<BindLease | null>;
+}
+
 /** An unreadable receipt as it arrived: its text and, from SMPP, the PDU in hex. */
 export interface GarbledIntake {
   at: Date;
@@ -383,7 +413,13 @@ export class PruneGaveUpError extends Error {
  * Every method is scoped by account where data belongs to one: no call can read another account's rows.
  * Implementations throw on infrastructure failure (the caller maps that to "system error").
  */
-export interface Store extends AccountStore, MessageStore, OutboxStore, MaintenanceStore, IntakeRouteStore {
+export interface Store
+  extends AccountStore,
+    MessageStore,
+    OutboxStore,
+    MaintenanceStore,
+    IntakeRouteStore,
+    LeaseStore {
   /** The read replicas (PostgreSQL with DATABASE_READ_URL); absent when every read goes to one database. */
   readonly readReplicas?: ReadReplicas;
 }

@@ -34,7 +34,7 @@ describe.each(engines())('$name operator API: intake routes', (engine) => {
     for (const body of [list.body, one.body, h().logs.join('')]) expect(body).not.toContain(token);
   });
 
-  it('creates an SMPP route whose password is write-only, with an honest bind status', async () => {
+  it('creates an SMPP route whose password is write-only, with the bind status its lease tells', async () => {
     const res = await h().admin('POST', '/admin/v1/routes', {
       name: 'smsc-1',
       kind: 'smpp',
@@ -63,9 +63,10 @@ describe.each(engines())('$name operator API: intake routes', (engine) => {
     const one = await h().admin('GET', '/admin/v1/routes/smsc-1');
     expect(one.json()).toMatchObject({
       status: {
+        // No process holds the bind (this harness runs no binds): connecting, with nothing to blame yet.
         state: 'connecting',
         since: null,
-        lastError: expect.stringContaining('not available'),
+        lastError: null,
         heldBy: null,
       },
     });

@@ -28,7 +28,7 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL migrate()', () => {
     expect(await stores[1]?.hasAccounts()).toBe(false);
   });
 
-  it('leads every primary key and index with account_id, but those on accounts, the relay queue, intake routes and carrier ids', async () => {
+  it('leads every primary key and index with account_id, but those on accounts, the relay queue, intake routes, bind leases and carrier ids', async () => {
     stores.push(openStore(schema));
     await stores[0]?.migrate();
     const indexes = await sql<{ table: string; index: string; first: string }>(
@@ -54,6 +54,8 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL migrate()', () => {
         // Intake routes (and what they could not read) are the operator's, of no one account (CONTRACT §12).
         r.table !== 'intake_routes' &&
         r.table !== 'intake_garbled' &&
+        // A bind's lease belongs to its route, of no one account.
+        r.table !== 'bind_leases' &&
         // A route serves several accounts and its carrier ids are its SMSC's: a pair is found by route, and a
         // receipt parked under it has no account until a recipient claims the pair (CONTRACT §12).
         ![

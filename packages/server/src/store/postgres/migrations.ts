@@ -300,6 +300,24 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX parked_receipts_carrier_age ON parked_receipts (parked_at) WHERE route IS NOT NULL;
     `,
   },
+  {
+    version: 6,
+    name: 'SMPP bind leases',
+    sql: `
+      -- Who holds each SMPP route's bind (CONTRACT §12 "SMPP binds"): one process at a time, until expires_at
+      -- unless it renews; times are the database's clock, so instances with skewed clocks agree. state, since
+      -- and last_error are the holder's bind status as it last published it, so that every instance can report
+      -- the bind it does not hold.
+      CREATE TABLE bind_leases (
+        route text COLLATE "C" NOT NULL PRIMARY KEY,
+        holder text NOT NULL,
+        expires_at timestamptz NOT NULL,
+        state text NOT NULL,
+        since timestamptz,
+        last_error text
+      );
+    `,
+  },
 ];
 
 /**

@@ -6,6 +6,7 @@ import { latestStats, withDeadlines } from './deadline.js';
 import { messageIngest } from './ingest-messages.js';
 import { carrierReceiptIngest, receiptIngest } from './ingest-receipts.js';
 import { intakeRouteCalls } from './intake-routes.js';
+import { leaseCalls } from './leases.js';
 import { migrate } from './migrations.js';
 import * as outbox from './outbox.js';
 import { dropParkedBefore } from './parked.js';
@@ -143,6 +144,7 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
     },
     ...pepperFingerprintCalls(primary),
     ...intakeRouteCalls(primary),
+    ...leaseCalls(primary),
 
     ...accounts(primary),
     ingestMessages: writing((accountId) => accountId, ingest),

@@ -267,6 +267,23 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE UNIQUE INDEX parked_receipts_carrier ON parked_receipts (route, carrier_id, fingerprint);
     `,
   },
+  {
+    version: 6,
+    name: 'SMPP bind leases',
+    sql: `
+      -- Who holds each SMPP route's bind (CONTRACT §12 "SMPP binds"): one process at a time, until expires_at
+      -- (epoch ms) unless it renews. state, since and last_error are the holder's bind status as it last
+      -- published it, so that every process can report the bind it does not hold.
+      CREATE TABLE bind_leases (
+        route TEXT NOT NULL PRIMARY KEY,
+        holder TEXT NOT NULL,
+        expires_at INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        since INTEGER,
+        last_error TEXT
+      ) WITHOUT ROWID, STRICT;
+    `,
+  },
 ];
 
 /**

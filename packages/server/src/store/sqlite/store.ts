@@ -10,6 +10,7 @@ import { guardingFile } from './file-guard.js';
 import { type MessageStatements, messageIngest, prepareMessageIngest } from './ingest-messages.js';
 import { carrierReceiptIngest, receiptIngest } from './ingest-receipts.js';
 import { intakeRouteCalls } from './intake-routes.js';
+import { leaseCalls } from './leases.js';
 import { migrate } from './migrations.js';
 import * as outbox from './outbox.js';
 import { type ParkedStatements, prepareParked } from './parked.js';
@@ -124,6 +125,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     prune: prune(db, sql.prune, sql.outbox),
     ...pepperFingerprintCalls(db),
     ...intakeRouteCalls(db),
+    ...leaseCalls(db),
 
     ...accounts(db, sql.accounts),
     ingestMessages: messageIngest(db, sql),
