@@ -5,7 +5,6 @@ import { secretMatches } from '../domain/credentials.js';
 import { ApiError } from '../domain/errors.js';
 import { isCredential } from '../domain/formats.js';
 import type { QueryAccount } from './account-cache.js';
-import { andThen, type MaybePromise, type RateDecision } from './limits.js';
 
 export interface Credentials {
   key: string;
@@ -22,66 +21,25 @@ const invalidCredentials = () => new ApiError('unauthorized', 'invalid credentia
  * The account comes from the account cache (auth/account-cache.ts) when it holds the key. A secret that does not
  * match a cached copy is judged again on a fresh read before it counts as a failure: the copy may predate a
  * rotation made by another process, and the new secret must neither be refused nor lock the key out.
- *
- * A cached account with in-process limits is judged synchronously: the account (or the refusal, thrown) comes
- * back at once, without a promise per step. A store read or Redis makes it a promise.
  */
-export function authenticate(
+export async function authenticate(
   ctx: AppContext,
   request: FastifyRequest,
   reply: FastifyReply,
   credentials: Credentials,
-): MaybePromise<QueryAccount> {
+): Promise<QueryAccount> {
   const cached = ctx.accounts.cached(credentials.key);
-  if (cached !== undefined) return judge(ctx, request, reply, credentials, cached, true);
-  return ctx.accounts
-    .load(credentials.key)
-    .then((account) => judge(ctx, request, reply, credentials, account, false));
-}
-
-/** Every step on one copy of the account; `cached`: a copy from the cache, read again if the secret fails. */
-function judge(
-  ctx: AppContext,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  credentials: Credentials,
-  account: QueryAccount | null,
-  cached: boolean,
-): MaybePromise<QueryAccount> {
-  if (!account) throw invalidCredentials();
-  if (!account.allows(request.ip)) {
-    throw new ApiError('ip_not_allowed', `${request.ip} is not on this account's IP whitelist`, {
-      dlrCode: 5,
-    });
+  let account = await admissible(ctx, request, cached ?? (await ctx.accounts.load(credentials.key)));
+  let matches = secretOk(ctx, account, credentials.secret);
+  if (!matches && cached) {
+    account = await admissible(ctx, request, await ctx.accounts.load(credentials.key, true));
+    matches = secretOk(ctx, account, credentials.secret);
   }
-  return andThen(ctx.limits.lockedFor(account.id), (lockedFor) => {
-    if (lockedFor > 0) {
-      throw new ApiError('locked_out', 'this key is locked after too many failed secrets', {
-        retryAfterSeconds: lockedFor,
-        dlrCode: 429,
-      });
-    }
-    if (!secretOk(ctx, account, credentials.secret)) {
-      if (cached) {
-        return ctx.accounts
-          .load(credentials.key, true)
-          .then((fresh) => judge(ctx, request, reply, credentials, fresh, false));
-      }
-      return ctx.limits.recordFailure(account.id).then(() => {
-        throw invalidCredentials();
-      });
-    }
-    return andThen(ctx.limits.admit(account.id), (decision) => admitted(ctx, reply, account, decision));
-  });
-}
-
-/** The RateLimit headers of an admitted request, or its refusal when the account is over its rate. */
-function admitted(
-  ctx: AppContext,
-  reply: FastifyReply,
-  account: QueryAccount,
-  decision: RateDecision | null,
-): QueryAccount {
+  if (!matches) {
+    await ctx.limits.recordFailure(account.id);
+    throw invalidCredentials();
+  }
+  const decision = await ctx.limits.admit(account.id);
   if (decision) {
     const { ratePerSecond, rateBurst } = ctx.config;
     reply.header(
@@ -114,6 +72,28 @@ function secretOk(ctx: AppContext, account: QueryAccount, secret: string): boole
   if (!secretMatches(ctx.pepper, secret, account.secretHash)) return false;
   verified.set(account, candidate);
   return true;
+}
+
+/** The steps before the secret — key, whitelist, lockout — on one copy of the account. */
+async function admissible(
+  ctx: AppContext,
+  request: FastifyRequest,
+  account: QueryAccount | null,
+): Promise<QueryAccount> {
+  if (!account) throw invalidCredentials();
+  if (!account.allows(request.ip)) {
+    throw new ApiError('ip_not_allowed', `${request.ip} is not on this account's IP whitelist`, {
+      dlrCode: 5,
+    });
+  }
+  const lockedFor = await ctx.limits.lockedFor(account.id);
+  if (lockedFor > 0) {
+    throw new ApiError('locked_out', 'this key is locked after too many failed secrets', {
+      retryAfterSeconds: lockedFor,
+      dlrCode: 429,
+    });
+  }
+  return account;
 }
 
 /**

@@ -2,20 +2,9 @@
  * Per-key lockout after failed secrets and per-account request rate (CONTRACT §6). One process keeps them in
  * memory; several instances share them through Redis. Both implement this interface.
  */
-/**
- * A value, or the promise of one. The in-process limits answer at once, so that a request they admit pays no
- * promise and no microtask turn for them (docs/benchmarks.md, "Second pass: /dlr fixed cost"); Redis answers later.
- */
-export type MaybePromise<T> = T | Promise<T>;
-
-/** `next` applied to the value, at once when it is one, when it settles when it is a promise. */
-export function andThen<T, U>(value: MaybePromise<T>, next: (value: T) => MaybePromise<U>): MaybePromise<U> {
-  return value instanceof Promise ? value.then(next) : next(value);
-}
-
 export interface Limits {
   /** Seconds left on the key's lockout, or 0 when it is not locked. */
-  lockedFor(key: string): MaybePromise<number>;
+  lockedFor(key: string): Promise<number>;
   /** Counts a failed secret; may start a lockout. Attempts while locked are not counted (callers check first). */
   recordFailure(key: string): Promise<void>;
   /** Forgets failures and any lockout of the key (a secret rotation). */
@@ -24,7 +13,7 @@ export interface Limits {
    * A request whose secret matched: forgets the account's failed secrets and, when rate limiting is on, takes
    * one token from its bucket (null when it is off). One call, so that Redis answers it in one round trip.
    */
-  admit(accountId: string): MaybePromise<RateDecision | null>;
+  admit(accountId: string): Promise<RateDecision | null>;
   close(): Promise<void>;
 }
 

@@ -24,7 +24,7 @@ export class MemoryLimits implements Limits {
     private readonly now: () => number = Date.now,
   ) {}
 
-  lockedFor(key: string): number {
+  async lockedFor(key: string): Promise<number> {
     const entry = this.#failures.get(key);
     const left = entry ? entry.lockedUntil - this.now() : 0;
     return left > 0 ? Math.ceil(left / 1000) : 0;
@@ -47,7 +47,7 @@ export class MemoryLimits implements Limits {
     this.#failures.delete(key);
   }
 
-  admit(accountId: string): RateDecision | null {
+  async admit(accountId: string): Promise<RateDecision | null> {
     this.#failures.delete(accountId);
     const { ratePerSecond: rate, rateBurst: burst } = this.settings;
     if (rate <= 0) return null;
