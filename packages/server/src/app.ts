@@ -10,8 +10,10 @@ import type { Limits } from './auth/limits.js';
 import { MemoryLimits } from './auth/memory-limits.js';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
+import { registerAccessLog } from './http/access-log.js';
 import { ACCOUNT_SCHEMAS } from './http/accounts.js';
 import { registerCors } from './http/cors.js';
+import { registerDeprecationHeaders } from './http/deprecation.js';
 import { DOCS_BRANDING } from './http/docs-theme.js';
 import { registerDrainHeaders } from './http/drain.js';
 import { registerErrorHandling } from './http/error-handling.js';
@@ -26,7 +28,7 @@ import {
 import { Metrics } from './http/metrics.js';
 import { DOCUMENTED, finishDocument } from './http/openapi-document.js';
 import { acceptAllMethods, methodNotAllowed, registerProtocol, requestIdFrom } from './http/protocol.js';
-import { registerResponseObservers } from './http/request-metrics.js';
+import { registerRequestMetrics } from './http/request-metrics.js';
 import { type NamedSchema, SHARED_SCHEMAS } from './http/schemas.js';
 import { adminAccountRoutes } from './routes/admin-accounts.js';
 import { adminCallbackRoutes, DELIVERY_SCHEMAS } from './routes/admin-callbacks.js';
@@ -226,9 +228,9 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   registerDrainHeaders(app);
   registerCors(app, config.corsOrigins, CORS_PATHS);
   registerErrorHandling(app);
-  // The v1 endpoint's Deprecation headers are its own plugin's hook (routes/contact-messages-v1.ts): an
-  // app-wide onSend hook would run on every request of every route.
-  registerResponseObservers(app, ctx.metrics, config.accessLog);
+  registerDeprecationHeaders(app, config.v1Deprecated, config.v1Sunset);
+  if (config.accessLog) registerAccessLog(app);
+  registerRequestMetrics(app, ctx.metrics);
 
   await app.register(healthRoutes, ctx);
   await app.register(metricsRoutes, ctx);

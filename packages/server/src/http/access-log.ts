@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 
 // `token`: the intake token of a gateway route (CONTRACT §12).
 const CREDENTIAL_PARAMS = new Set(['key', 'secret', 'token']);
@@ -26,16 +26,18 @@ export function redactUrl(url: string): string {
   return `${url.slice(0, q)}?${pairs.join('&')}`;
 }
 
-/** The access-log line of an answered request (Fastify's own two lines are turned off). */
-export function logRequest(request: FastifyRequest, reply: FastifyReply): void {
-  request.log.info(
-    {
-      method: request.method,
-      url: redactUrl(request.url),
-      status: reply.statusCode,
-      ms: Math.round(reply.elapsedTime * 100) / 100,
-      ip: request.ip,
-    },
-    'request',
-  );
+/** One line per request, written when the response is done (Fastify's own two lines are turned off). */
+export function registerAccessLog(app: FastifyInstance): void {
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      {
+        method: request.method,
+        url: redactUrl(request.url),
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime * 100) / 100,
+        ip: request.ip,
+      },
+      'request',
+    );
+  });
 }

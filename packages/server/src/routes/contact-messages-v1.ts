@@ -4,7 +4,6 @@ import { authenticate, readCredentials } from '../auth/authenticate.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../domain/errors.js';
 import { parseMessagesQuery, type RawQuery } from '../domain/query-params.js';
-import { registerDeprecationHeaders } from '../http/deprecation.js';
 import { MESSAGE_RECORD_EXAMPLE, MESSAGES_ENVELOPE_EXAMPLE } from '../http/examples.js';
 import { historyPage, messagesByIds } from '../http/messages-query.js';
 import { methodNotAllowed } from '../http/protocol.js';
@@ -28,8 +27,6 @@ const V1_HEADERS: HeaderName[] = ['Deprecation', 'Sunset', 'Link'];
 /** `GET /api/v1/contacts/messages` — deprecated contact message query (spec §4.2, CONTRACT §3). */
 export async function contactMessagesV1Routes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const sunset = ctx.config.v1Sunset;
-  // Encapsulated in this plugin: only this endpoint's responses (its 405s and errors included) pay for it.
-  registerDeprecationHeaders(app, ctx.config.v1Deprecated, sunset);
   app.get(
     V1_PATH,
     {
