@@ -109,8 +109,10 @@ export async function serveCommand(args: string[]): Promise<number> {
     process.on('SIGTERM', () => void stop('SIGTERM'));
 
     const address = await app.listen({ host: config.host, port: config.port });
+    // The relay (when this process runs one) and the SMPP binds start once the server listens; the binds run
+    // whether or not this process sends callbacks (WAYBILL_CALLBACK_RELAY=off only stops sending).
+    if (!stopping) running.start();
     if (relay && !stopping) {
-      running.start();
       app.log.info(
         {
           concurrency: config.callbackConcurrency,
