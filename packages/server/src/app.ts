@@ -156,7 +156,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     http: HTTP_SERVER_OPTIONS,
     // A whole request (head and a body of up to 5 MiB) must arrive within this; the head alone within 10 s.
     requestTimeout: 120_000,
-    // A request that arrives while the server drains is served (plugins/drain.ts), never refused with 503.
+    // A request that arrives while the server drains is served (http/drain.ts), never refused with 503.
     return503OnClosing: false,
     // DOCUMENTED holds constraints for the OpenAPI document only (http/openapi-document.ts).
     ajv: {

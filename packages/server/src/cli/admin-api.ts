@@ -15,6 +15,10 @@ export const ADMIN_FLAGS = {
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
 
+/** The exit codes of the operator commands that make one request per action. */
+export const ADMIN_EXIT_HELP =
+  'Exit codes: 0 success, 1 the API answered with an error, 2 bad usage, 3 the server could not be reached.';
+
 /** The help lines every operator command shares. */
 export const ADMIN_OPTIONS_HELP = `  --url URL        the server (default: $WAYBILL_URL)
   --timeout MS     give up on a request after MS milliseconds (default: 30000)`;

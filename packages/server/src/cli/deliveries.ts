@@ -4,7 +4,14 @@ import { DELIVERY_STATES } from '../domain/deliveries/delivery.js';
 import { isUuid } from '../domain/formats.js';
 import { MAX_DELIVERY_LIMIT } from '../domain/query-params.js';
 import { parseRfc3339 } from '../domain/wire.js';
-import { ADMIN_FLAGS, ADMIN_OPTIONS_HELP, AdminApi, adminHint, adminTarget } from './admin-api.js';
+import {
+  ADMIN_EXIT_HELP,
+  ADMIN_FLAGS,
+  ADMIN_OPTIONS_HELP,
+  AdminApi,
+  adminHint,
+  adminTarget,
+} from './admin-api.js';
 import {
   cell,
   parseCommandLine,
@@ -53,7 +60,7 @@ is read from $WAYBILL_ADMIN_TOKEN only (never a flag, so it stays out of shell h
   --json           print the API's answer as JSON (for scripts)
 ${ADMIN_OPTIONS_HELP}
 
-Exit codes: 0 success, 1 the API answered with an error, 2 bad usage, 3 the server could not be reached.`;
+${ADMIN_EXIT_HELP}`;
 
 const OPTIONS = {
   ...ADMIN_FLAGS,

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { BIND_TYPES, ROUTE_KINDS, ROUTE_NAME } from '../domain/intake/route.js';
-import { ADMIN_FLAGS, ADMIN_OPTIONS_HELP, AdminApi, adminHint } from './admin-api.js';
+import { ADMIN_EXIT_HELP, ADMIN_FLAGS, ADMIN_OPTIONS_HELP, AdminApi, adminHint } from './admin-api.js';
 import {
   cell,
   parseCommandLine,
@@ -54,7 +54,7 @@ Settings:
   --json           print the API's answer as JSON (for scripts)
 ${ADMIN_OPTIONS_HELP}
 
-Exit codes: 0 success, 1 the API answered with an error, 2 bad usage, 3 the server could not be reached.`;
+${ADMIN_EXIT_HELP}`;
 
 const OPTIONS = {
   ...ADMIN_FLAGS,

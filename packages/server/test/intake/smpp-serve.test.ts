@@ -29,19 +29,7 @@ it('binds an smpp route it is given, and unbinds on SIGTERM before it exits', {
     // An instance that sends no callbacks still takes receipts: the binds do not hang on the relay.
     WAYBILL_CALLBACK_RELAY: 'off',
   });
-  const created = await fetch(`${server.url}/admin/v1/routes`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({
-      name: 'smsc',
-      kind: 'smpp',
-      smpp: { host: '127.0.0.1', port, systemId: 'waybill', password: 'pw' },
-    }),
-  });
-  expect(created.status).toBe(201);
-  const deadline = Date.now() + 10_000;
-  while (smsc.bound.size === 0 && Date.now() < deadline) await sleep(50);
-  expect(smsc.bound.size).toBe(1);
+  await addRouteAndWaitForBind(server.url, port);
   const detail = await fetch(`${server.url}/admin/v1/routes/smsc`, {
     headers: { authorization: `Bearer ${TOKEN}` },
   });
@@ -68,19 +56,7 @@ it('with --workers 2 on one SQLite file, one worker binds; the other waits on th
     const deadline = Date.now() + 10_000;
     while ((server.output().match(/listening at/g) ?? []).length < 2 && Date.now() < deadline)
       await sleep(50);
-    const created = await fetch(`${server.url}/admin/v1/routes`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        name: 'smsc',
-        kind: 'smpp',
-        smpp: { host: '127.0.0.1', port, systemId: 'waybill', password: 'pw' },
-      }),
-    });
-    expect(created.status).toBe(201);
-    const bound = Date.now() + 10_000;
-    while (smsc.bound.size === 0 && Date.now() < bound) await sleep(50);
-    expect(smsc.bound.size).toBe(1);
+    await addRouteAndWaitForBind(server.url, port);
     // Both workers have read the route by now (every 5 s); still one bind.
     await sleep(6000);
     expect(smsc.events.binds).toBe(1);
@@ -91,3 +67,20 @@ it('with --workers 2 on one SQLite file, one worker binds; the other waits on th
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+/** Adds the `smsc` route pointing at the simulator, then waits (10 s at most) until a process has bound it. */
+async function addRouteAndWaitForBind(url: string, port: number): Promise<void> {
+  const created = await fetch(`${url}/admin/v1/routes`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      name: 'smsc',
+      kind: 'smpp',
+      smpp: { host: '127.0.0.1', port, systemId: 'waybill', password: 'pw' },
+    }),
+  });
+  expect(created.status).toBe(201);
+  const deadline = Date.now() + 10_000;
+  while ((smsc as Smsc).bound.size === 0 && Date.now() < deadline) await sleep(50);
+  expect((smsc as Smsc).bound.size).toBe(1);
+}

@@ -129,7 +129,7 @@ export const MIGRATIONS: readonly Migration[] = [
         ADD COLUMN previous_callback_secret text,
         ADD COLUMN previous_callback_secret_until timestamptz,
         -- The last feed position handed out in this account. Taking positions updates this row, and that row
-        -- lock is what numbers events in commit order with no gap (event-writes.ts).
+        -- lock is what numbers events in commit order with no gap (events.ts).
         ADD COLUMN last_event_seq bigint NOT NULL DEFAULT 0;
 
       -- One row per applied receipt (CONTRACT §9). item is the recipient's /dlr item after the receipt, kept as

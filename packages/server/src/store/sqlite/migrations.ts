@@ -142,7 +142,7 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT;
       CREATE UNIQUE INDEX deliveries_id ON deliveries (account_id, id);
       -- The relay claims per account (fairly: one busy account never holds up the others), oldest due first;
-      -- deliveries_due answers "when is anything due next" across accounts.
+      -- deliveries_due counts the pending deliveries of every account (the /metrics gauge).
       CREATE INDEX deliveries_account_due ON deliveries (account_id, next_attempt_at, seq) WHERE state = 'pending';
       CREATE INDEX deliveries_due ON deliveries (next_attempt_at, seq) WHERE state = 'pending';
       CREATE INDEX deliveries_recipient ON deliveries (account_id, message_id, recipient, seq);
