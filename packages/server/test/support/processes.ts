@@ -51,6 +51,8 @@ export interface Served {
   url: string;
   output: () => string;
   stop: () => Promise<void>;
+  /** SIGKILL: the process dies at once, with whatever it had in flight. Resolves once it has exited. */
+  kill: () => Promise<void>;
 }
 
 const children: ChildProcess[] = [];
@@ -88,6 +90,12 @@ export function serve(
               new Promise((stopped) => {
                 child.once('exit', () => stopped());
                 child.kill('SIGTERM');
+              }),
+            kill: () =>
+              new Promise((killed) => {
+                if (child.exitCode !== null || child.signalCode !== null) return killed();
+                child.once('exit', () => killed());
+                child.kill('SIGKILL');
               }),
           });
         }, 100);
