@@ -341,7 +341,7 @@ export class SmppBind {
       await nextTurn();
       while (this.queue.length > 0) {
         const group = this.queue.splice(0, MAX_BATCH);
-        const statuses = await this.commit(group);
+        const { statuses, unavailable } = await this.commit(group);
         for (const [i, item] of group.entries()) {
           link.respond(
             encodeResponse(
@@ -350,6 +350,15 @@ export class SmppBind {
               statuses[i] ?? STATUS.ESME_RX_T_APPNACK,
             ),
           );
+        }
+        if (unavailable) {
+          // The database has just stayed out for a whole deadline: what arrived meanwhile is answered "retry
+          // later" now, rather than after a second deadline of its own (it would wait up to twice as long).
+          for (const item of this.queue.splice(0)) {
+            link.respond(
+              encodeResponse(item.header.commandId, item.header.sequence, STATUS.ESME_RX_T_APPNACK),
+            );
+          }
         }
         if (this.queue.length < HIGH_WATER / 2) link.resume();
       }
@@ -362,8 +371,11 @@ export class SmppBind {
     }
   }
 
-  /** Stores one group; the status each PDU is answered with, in order. Never throws. */
-  private async commit(group: Arrived[]): Promise<number[]> {
+  /**
+   * Stores one group; the status each PDU is answered with, in order, and whether the database was unavailable.
+   * Never throws.
+   */
+  private async commit(group: Arrived[]): Promise<{ statuses: number[]; unavailable: boolean }> {
     const route = this.route;
     const arrivedAt = this.ctx.now();
     const statuses: number[] = group.map(() => STATUS.ESME_RX_T_APPNACK);
@@ -418,13 +430,14 @@ export class SmppBind {
         }
       }
     } catch (error) {
-      const level = error instanceof StoreUnavailableError ? 'warn' : 'error';
-      this.ctx.log[level](
+      const unavailable = error instanceof StoreUnavailableError;
+      this.ctx.log[unavailable ? 'warn' : 'error'](
         { err: error, route: route.name },
         'SMPP receipts not stored: answered ESME_RX_T_APPNACK, the SMSC delivers them again',
       );
+      return { statuses, unavailable };
     }
-    return statuses;
+    return { statuses, unavailable: false };
   }
 }
 

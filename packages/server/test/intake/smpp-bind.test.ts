@@ -47,6 +47,8 @@ describe.each(engines())('$name SMPP binds against an SMSC simulator', (engine) 
   let databaseDown: boolean;
   /** While set, the lease cannot be taken or renewed, as if this process had lost its database. */
   let leaseDown: boolean;
+  /** While set, a receipt commit waits for it, then fails as if the database had not answered in time. */
+  let commitHangs: Promise<void> | null;
   let carrierCalls: number[];
 
   const admin = (method: 'GET' | 'POST' | 'PATCH', url: string, body?: unknown) =>
@@ -92,6 +94,7 @@ describe.each(engines())('$name SMPP binds against an SMSC simulator', (engine) 
     const opened = await engine.open();
     databaseDown = false;
     leaseDown = false;
+    commitHangs = null;
     carrierCalls = [];
     store = {
       ...opened,
@@ -101,6 +104,10 @@ describe.each(engines())('$name SMPP binds against an SMSC simulator', (engine) 
       },
       async ingestCarrierReceipts(route, items, now, options) {
         carrierCalls.push(items.length);
+        if (commitHangs !== null) {
+          await commitHangs;
+          throw new StoreUnavailableError('the database did not answer within 5000 ms');
+        }
         if (databaseDown) throw new StoreUnavailableError('the database did not answer within 5000 ms');
         return opened.ingestCarrierReceipts(route, items, now, options);
       },
@@ -277,6 +284,32 @@ describe.each(engines())('$name SMPP binds against an SMSC simulator', (engine) 
     databaseDown = false;
     expect(await smsc.deliver(receipt)).toBe(0);
     expect(await store.findDlr(acct, 'm-1')).toMatchObject([
+      { sms: { receipt: { drStatuscode: 'delivered' } } },
+    ]);
+  });
+
+  it('answers ESME_RX_T_APPNACK at once to what arrived while a commit failed, without a second deadline', async () => {
+    await addRoute();
+    const acct = await account();
+    await ingestCarrier(acct, 'm-1', 'c-1');
+    await ingestCarrier(acct, 'm-2', 'c-2');
+    let deadlinePassed = () => {};
+    commitHangs = new Promise((resolve) => {
+      deadlinePassed = resolve;
+    });
+    const first = smsc.deliver({ esm_class: RECEIPT, short_message: receiptText('c-1', 'DELIVRD') });
+    await until('the first commit', () => carrierCalls.length === 1);
+    const second = smsc.deliver({ esm_class: RECEIPT, short_message: receiptText('c-2', 'DELIVRD') });
+    // Loopback: the second receipt is read and queued behind the commit well within this.
+    await sleep(300);
+    deadlinePassed();
+    expect(await first).toBe(APPNACK);
+    expect(await second).toBe(APPNACK);
+    // The second one never waited for a commit of its own.
+    expect(carrierCalls).toEqual([1]);
+    commitHangs = null;
+    expect(await smsc.deliver({ esm_class: RECEIPT, short_message: receiptText('c-2', 'DELIVRD') })).toBe(0);
+    expect(await store.findDlr(acct, 'm-2')).toMatchObject([
       { sms: { receipt: { drStatuscode: 'delivered' } } },
     ]);
   });
