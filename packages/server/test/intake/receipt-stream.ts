@@ -9,6 +9,8 @@ export interface OwedReceipt {
   next?: OwedReceipt;
   /** Every command_status the ESME answered this receipt with, in order. */
   answers: number[];
+  /** When it was last sent (Date.now()). */
+  sentAt?: number;
 }
 
 /**
@@ -112,6 +114,7 @@ export class ReceiptStream {
         return;
       }
       this.sent += 1;
+      receipt.sentAt = Date.now();
       flying.add(receipt);
     }
   }
