@@ -1,9 +1,8 @@
 import type pg from 'pg';
 import { MESSAGE_INDEXES } from '../message-indexes.js';
-import { addCounts, addLatency, countsOfMessages, latencyOfMessages } from '../rollup-sql.js';
 import type { AppliedMigration, Migration } from '../store.js';
 import { quoteIdent, withClient } from './pool.js';
-import { POSTGRES_ROLLUP } from './rollup.js';
+import { POSTGRES_ROLLUP_BACKFILL } from './rollup.js';
 
 /**
  * The schema, in order. A migration, once released, never changes: fix things with a new one. Statements
@@ -349,8 +348,7 @@ export const MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (account_id, day, campaign_id, bucket)
       );
       -- The records already there.
-      ${addCounts(countsOfMessages(POSTGRES_ROLLUP, 'messages', 'true', 1))};
-      ${addLatency(latencyOfMessages(POSTGRES_ROLLUP, 'messages', 'true', 1))};
+      ${POSTGRES_ROLLUP_BACKFILL};
     `,
   },
 ];

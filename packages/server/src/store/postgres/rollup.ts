@@ -3,7 +3,13 @@ import { isUuid } from '../../domain/formats.js';
 import type { StoredMessage } from '../../domain/records.js';
 import type { ReviewPeriod, ReviewRows } from '../../domain/review.js';
 import { dayOf, type RollupDelta, rollupDelta } from '../../domain/rollup.js';
-import type { RollupSqlDialect } from '../rollup-sql.js';
+import {
+  addCounts,
+  addLatency,
+  countsOfMessages,
+  latencyOfMessages,
+  type RollupSqlDialect,
+} from '../rollup-sql.js';
 import type { ReadRouter } from './queries.js';
 
 /** PostgreSQL's day and elapsed time for store/rollup-sql.ts (`created_at` and `dr_time` are timestamptz). */
@@ -11,6 +17,15 @@ export const POSTGRES_ROLLUP: RollupSqlDialect = {
   day: `floor(extract(epoch FROM created_at) / 86400)::integer`,
   elapsedMs: `(extract(epoch FROM dr_time - created_at) * 1000)`,
 };
+
+/**
+ * Counts every stored record into an empty rollup: migration 7's backfill, and what the bench data generator
+ * runs after writing its rows straight into the tables.
+ */
+export const POSTGRES_ROLLUP_BACKFILL = [
+  addCounts(countsOfMessages(POSTGRES_ROLLUP, 'messages', 'true', 1)),
+  addLatency(latencyOfMessages(POSTGRES_ROLLUP, 'messages', 'true', 1)),
+].join(';\n');
 
 /**
  * Adds a batch's delta, set-wise: one statement per table, one upserted row per changed key. Keys go in sorted

@@ -1,8 +1,7 @@
 import type { Database } from 'better-sqlite3';
 import { MESSAGE_INDEXES } from '../message-indexes.js';
-import { addCounts, addLatency, countsOfMessages, latencyOfMessages } from '../rollup-sql.js';
 import type { AppliedMigration, Migration } from '../store.js';
-import { SQLITE_ROLLUP } from './rollup.js';
+import { SQLITE_ROLLUP_BACKFILL } from './rollup.js';
 
 /**
  * The schema, in order. A migration, once released, never changes: fix things with a new one.
@@ -313,8 +312,7 @@ export const MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (account_id, day, campaign_id, bucket)
       ) WITHOUT ROWID, STRICT;
       -- The records already there.
-      ${addCounts(countsOfMessages(SQLITE_ROLLUP, 'messages', 'true', 1))};
-      ${addLatency(latencyOfMessages(SQLITE_ROLLUP, 'messages', 'true', 1))};
+      ${SQLITE_ROLLUP_BACKFILL};
     `,
   },
 ];

@@ -18,6 +18,15 @@ export const SQLITE_ROLLUP: RollupSqlDialect = {
   elapsedMs: '(dr_time - created_at)',
 };
 
+/**
+ * Counts every stored record into an empty rollup: migration 7's backfill, and what the bench data generator
+ * runs after writing its rows straight into the tables.
+ */
+export const SQLITE_ROLLUP_BACKFILL = [
+  addCounts(countsOfMessages(SQLITE_ROLLUP, 'messages', 'true', 1)),
+  addLatency(latencyOfMessages(SQLITE_ROLLUP, 'messages', 'true', 1)),
+].join(';\n');
+
 // What prune removes: the records before the cutoff (the same walk as prune.ts's delete).
 const EXPIRED =
   '(account_id, conversation_id) IN (SELECT account_id, id FROM conversations) AND created_at < ?';
