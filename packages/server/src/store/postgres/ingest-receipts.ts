@@ -13,6 +13,7 @@ import type {
   ReceiptOutcome,
 } from '../../domain/ingest/precedence.js';
 import type { StoredMessage } from '../../domain/records.js';
+import { storedRecipients } from '../rows.js';
 import { type IngestStore, UnknownAccountError } from '../store.js';
 import { lockAccount, writeEvents } from './events.js';
 import { lockCarrierParking, lockParking } from './park-locks.js';
@@ -26,6 +27,7 @@ import {
   readRecords,
   updateSmsState,
 } from './records.js';
+import { writeRollupOf } from './rollup.js';
 import { recordKey } from './rows.js';
 
 /** Receipt ingest on PostgreSQL. */
@@ -62,6 +64,7 @@ async function ingestReceiptsOnce(
   if (!(await mayPark(client, accountId, plan, keyRows))) return RETRY;
   await updateSmsState(client, accountId, plan.updates);
   await park(client, accountId, plan.park, now);
+  await writeRollupOf(client, accountId, storedRecipients(state.recipients), plan.updates);
   await writeEvents(client, accountId, plan.events, plan.supersede);
   return { commit: true, value: { ok: true, value: plan.outcome } };
 }
@@ -172,6 +175,8 @@ async function ingestCarrierReceiptsOnce(
   for (const [accountId, accountPlan] of plan.accounts) {
     await updateSmsState(client, accountId, accountPlan.updates);
     await park(client, accountId, accountPlan.park, now);
+    const stored = loaded.get(accountId)?.recipients ?? new Map<string, StoredMessage[]>();
+    await writeRollupOf(client, accountId, storedRecipients(stored), accountPlan.updates);
     await writeEvents(client, accountId, accountPlan.events, accountPlan.supersede);
   }
   await parkCarrier(client, route, plan.park, accounts, now);

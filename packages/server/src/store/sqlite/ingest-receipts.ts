@@ -7,16 +7,20 @@ import {
 } from '../../domain/ingest/plan-carrier-receipts.js';
 import { planReceipts, type ReceiptBatchState } from '../../domain/ingest/plan-receipts.js';
 import type { CarrierReceiptInput, ReceiptInput } from '../../domain/ingest/precedence.js';
+import type { StoredMessage } from '../../domain/records.js';
+import { storedRecipients } from '../rows.js';
 import type { IngestOptions, IngestStore } from '../store.js';
 import { RollBack, runBatch } from './database.js';
 import { callbacksOf, type EventStatements, writeEvents } from './events.js';
 import { type ParkedStatements, park, parkCarrier } from './parked.js';
 import { type Recipients, type RecordStatements, readRecipients, updateSmsState } from './records.js';
+import { type RollupStatements, writeRollupOf } from './rollup.js';
 
 export interface ReceiptIngestStatements {
   records: RecordStatements;
   parked: ParkedStatements;
   events: EventStatements;
+  rollup: RollupStatements;
 }
 
 /**
@@ -38,6 +42,7 @@ export function receiptIngest(
       const { plan } = planned;
       if (options?.dryRun === true) throw new RollBack({ ok: true, value: plan.outcome });
       updateSmsState(sql.records, recipients.rows, plan.updates);
+      writeRollupOf(sql.rollup, accountId, storedRecipients(recipients.byId), plan.updates);
       writeEvents(sql.events, accountId, plan.events, plan.supersede);
       park(sql.parked, accountId, plan.park, now);
       return plan.outcome;
@@ -80,6 +85,8 @@ export function carrierReceiptIngest(
       const plan = planCarrierReceipts(state, route, items, accounts, now);
       for (const [accountId, accountPlan] of plan.accounts) {
         updateSmsState(sql.records, rows.get(accountId) ?? new Map(), accountPlan.updates);
+        const byId = loaded.get(accountId)?.recipients ?? new Map<string, StoredMessage[]>();
+        writeRollupOf(sql.rollup, accountId, storedRecipients(byId), accountPlan.updates);
         writeEvents(sql.events, accountId, accountPlan.events, accountPlan.supersede);
         park(sql.parked, accountId, accountPlan.park, now);
       }
