@@ -23,12 +23,28 @@ import { sendApiError } from './problem.js';
  * retry anything but a 2xx, so every answer here is `text/plain` with the reason in one line.
  */
 
+/** The longest reason a refusal gives: it quotes what arrived, which may be huge. */
+const MAX_REASON = 500;
+
+/**
+ * A reason as one line: it quotes parameters as they arrived, so line breaks and other control characters are
+ * written as escapes (`\n`, `\x00`), and a reason past {@link MAX_REASON} characters is cut.
+ */
+function oneLine(reason: string): string {
+  const line = reason.replace(/[\p{Cc}\u2028\u2029]/gu, (c) =>
+    c === '\n' ? '\\n' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
+  );
+  if (line.length <= MAX_REASON) return line;
+  // Never half of a surrogate pair at the cut.
+  return `${line.slice(0, MAX_REASON - 1).replace(/[\uD800-\uDBFF]$/, '')}…`;
+}
+
 /** A refusal of an adapter: its status and the line of text the gateway gets (and logs). */
 export class IntakeRefusal extends Error {
   override readonly name = 'IntakeRefusal';
   readonly status: number;
   constructor(status: 400 | 401 | 403, reason: string) {
-    super(reason);
+    super(oneLine(reason));
     this.status = status;
   }
 }
@@ -42,7 +58,8 @@ export function acceptForms(app: FastifyInstance): void {
     'application/x-www-form-urlencoded',
     { parseAs: 'string', bodyLimit: 64 * 1024 },
     (_request, body, done) => {
-      const fields: Record<string, string[]> = {};
+      // No prototype: a field named `toString` or `__proto__` is a field like any other, not Object's.
+      const fields: Record<string, string[]> = Object.create(null);
       for (const [key, value] of new URLSearchParams(body as string)) {
         fields[key] = [...(fields[key] ?? []), value];
       }
@@ -84,7 +101,8 @@ export const plain = (reply: FastifyReply, text: string) =>
  * different values is refused: which one the gateway meant cannot be told.
  */
 export function readParams(request: FastifyRequest): Record<string, string> {
-  const params: Record<string, string> = {};
+  // No prototype: a parameter named `constructor` is unknown (ignored), not "given more than once".
+  const params: Record<string, string> = Object.create(null);
   const add = (source: unknown) => {
     if (typeof source !== 'object' || source === null) return;
     for (const [key, raw] of Object.entries(source)) {

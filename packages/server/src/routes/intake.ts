@@ -46,6 +46,15 @@ const refusals = {
   ),
 };
 
+/** What only the form (POST) operations can be refused for, before any parameter is read. */
+const formRefusals = {
+  413: text('The body is larger than 64 KiB', 'the body is too large'),
+  415: text(
+    'The body is not an application/x-www-form-urlencoded form',
+    'send parameters in the query string or as application/x-www-form-urlencoded',
+  ),
+};
+
 const p = (description: string, constraints: Record<string, unknown> = {}) =>
   Type.Optional(Type.String({ description, ...constraints }));
 const direct = {
@@ -185,6 +194,7 @@ export async function intakeRoutes(app: FastifyInstance, ctx: AppContext): Promi
           response: {
             200: text('Stored or parked', adapter.answer, [], Type.Literal(adapter.answer)),
             ...refusals,
+            ...(method === 'POST' ? formRefusals : {}),
             ...problemResponses([...PROTOCOL_STATUSES]),
           },
         },

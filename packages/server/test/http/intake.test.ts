@@ -322,6 +322,52 @@ describe.each(engines())('$name intake adapters', (engine) => {
     expect((await dlr('sms-1'))[0]).not.toHaveProperty('drStatuscode');
   });
 
+  it('reads parameters named like Object members (toString, constructor, __proto__) as unknown ones', async () => {
+    // Found by test/property/intake-bad-input.test.ts: a form field `toString` was a 500, and a query parameter
+    // `constructor` was "given more than once".
+    const token = await createRoute({ name: 'k', kind: 'kannel' });
+    const direct = { account: acct.id, messageid: 'sms-1', to: ALICE, type: '1' };
+    for (const junk of ['toString=x', 'constructor=x', '__proto__=x', 'hasOwnProperty=x&valueOf=y']) {
+      const form = await h().inject({
+        method: 'POST',
+        url: `/intake/v1/kannel?token=${token}`,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: `${new URLSearchParams(direct)}&${junk}`,
+      });
+      expectText(form, 200, 'OK');
+      expectText(
+        await h().inject(`/intake/v1/kannel?token=${token}&${new URLSearchParams(direct)}&${junk}`),
+        200,
+        'OK',
+      );
+    }
+    expectText(
+      await h().inject({
+        method: 'POST',
+        url: `/intake/v1/kannel?token=${token}`,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: `${new URLSearchParams(direct)}&__proto__=x&__proto__=y`,
+      }),
+      400,
+      'the parameter __proto__ is given more than once',
+    );
+    expect((await dlr('sms-1'))[0]).toMatchObject({ drStatuscode: 'delivered' });
+  });
+
+  it('answers a refusal quoting what arrived in one line, line breaks escaped and a huge value cut', async () => {
+    // Found by test/property/intake-bad-input.test.ts: a `type` with a line break made a two-line answer.
+    const token = await createRoute({ name: 'k', kind: 'kannel' });
+    const direct = { token, account: acct.id, messageid: 'sms-1', to: ALICE };
+    expectText(
+      await kannel({ ...direct, type: '1\r\nX-Injected: 1\u2028' }),
+      400,
+      'the receipt cannot be read: no state that maps to a drStatuscode (no stat:, type 1\\x0d\\nX-Injected: 1\\x2028)',
+    );
+    const huge = await kannel({ ...direct, account: 'x'.repeat(5000), type: '1' });
+    expectText(huge, 400, /^no account x+…$/);
+    expect(huge.body.length).toBe(500);
+  });
+
   it('never logs the token, and counts receipts in the metrics by route and outcome', async () => {
     const token = await createRoute({ name: 'k', kind: 'kannel' });
     const direct = { token, account: acct.id, messageid: 'sms-1', to: ALICE };
