@@ -181,6 +181,33 @@ export interface LeaseStore {
   getBindLease(route: string): Promise<BindLease | null>;
 }
 
+/** A console session (CONTRACT §13) as stored: never its token, only the token's SHA-256. */
+export interface ConsoleSession {
+  tokenHash: Buffer;
+  /** The account signed in; null for the operator. */
+  accountId: string | null;
+  createdAt: Date;
+  /** Pushed forward by every request that uses the session (sliding expiry). */
+  expiresAt: Date;
+}
+
+/**
+ * Console sessions. An account's sessions go with it when it is deleted (the table references the account,
+ * ON DELETE CASCADE, on both engines), and a secret rotation ends them through {@link deleteAccountSessions}.
+ */
+export interface SessionStore {
+  /** Stores a new session, and drops the sessions that expired before `now`. */
+  createSession(session: ConsoleSession, now: Date): Promise<void>;
+  /** The session whose token has this digest, unless it expired at or before `now`. */
+  findSession(tokenHash: Buffer, now: Date): Promise<ConsoleSession | null>;
+  /** Moves an unexpired session's expiry to `expiresAt` and returns it; null when it is gone or expired. */
+  touchSession(tokenHash: Buffer, now: Date, expiresAt: Date): Promise<ConsoleSession | null>;
+  /** Ends one session (sign-out). */
+  deleteSession(tokenHash: Buffer): Promise<void>;
+  /** Ends every session of the account (its secret rotated); returns how many there were. */
+  deleteAccountSessions(accountId: string): Promise<number>;
+}
+
 /** An unreadable receipt as it arrived: its text and, from SMPP, the PDU in hex. */
 export interface GarbledIntake {
   at: Date;
@@ -419,7 +446,8 @@ export interface Store
     OutboxStore,
     MaintenanceStore,
     IntakeRouteStore,
-    LeaseStore {
+    LeaseStore,
+    SessionStore {
   /** The read replicas (PostgreSQL with DATABASE_READ_URL); absent when every read goes to one database. */
   readonly readReplicas?: ReadReplicas;
 }

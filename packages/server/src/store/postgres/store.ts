@@ -15,6 +15,7 @@ import { type ConnectionMode, checkSchemaName, createPool } from './pool.js';
 import { prune } from './prune.js';
 import { queries, type ReadRouter } from './queries.js';
 import { ReadRouting } from './read-routing.js';
+import { sessionCalls } from './sessions.js';
 
 export interface PostgresStoreOptions extends ConnectionMode {
   /** The primary: every write, and every read not listed under `readUrl`. */
@@ -145,6 +146,7 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
     ...pepperFingerprintCalls(primary),
     ...intakeRouteCalls(primary),
     ...leaseCalls(primary),
+    ...sessionCalls(primary),
 
     ...accounts(primary),
     ingestMessages: writing((accountId) => accountId, ingest),

@@ -18,6 +18,7 @@ import { pepperFingerprintCalls } from './pepper-fingerprint.js';
 import { type PruneStatements, preparePrune, prune } from './prune.js';
 import { prepareQueries, type QueryStatements, queries } from './queries.js';
 import { prepareRecords, type RecordStatements } from './records.js';
+import { sessionCalls } from './sessions.js';
 
 export interface SqliteStoreOptions {
   /** A file path (its directory is created when missing), or `:memory:`. */
@@ -126,6 +127,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     ...pepperFingerprintCalls(db),
     ...intakeRouteCalls(db),
     ...leaseCalls(db),
+    ...sessionCalls(db),
 
     ...accounts(db, sql.accounts),
     ingestMessages: messageIngest(db, sql),
