@@ -26,11 +26,11 @@ import { postgresCpuMs } from './lib/cpu.mjs';
 import { copyDatabase, dropDatabase, runIngest } from './lib/ingest.mjs';
 import { dataDir, manifestPathFor, serverDist } from './lib/paths.mjs';
 import { startCeiling, startLean, startLoader, startWaybill } from './lib/processes.mjs';
-import { READ_SCENARIOS, rawGet, sampleBody } from './lib/scenarios.mjs';
+import { READ_SCENARIOS, rawGet, runReview, sampleBody } from './lib/scenarios.mjs';
 
 /** The scenarios the lean reference (bench/lib/lean.mjs) is measured in as well: valid /dlr requests. */
 const LEAN_SCENARIOS = new Set(['dlr', 'dlr-missing']);
-const ALL = [...Object.keys(READ_SCENARIOS), 'workers', 'ingest', 'callbacks'];
+const ALL = [...Object.keys(READ_SCENARIOS), 'workers', 'review', 'ingest', 'callbacks'];
 
 const { values: opts, positionals } = commandLine(
   import.meta.url,
@@ -315,6 +315,29 @@ function printRow(r) {
   if (engine === 'PostgreSQL') line += ` | PostgreSQL ${fmt(w.dbCpuUsPerRequest)} µs/req`;
   line += ` | loader CPU ${fmt(w.loaderCpuShare * 100)}%`;
   console.log(line);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The review page's query (store and domain, in this process), one call at a time.
+if (scenarios.includes('review')) {
+  try {
+    for (const r of await runReview({
+      manifest,
+      dist,
+      databaseUrl: manifest.databaseUrl,
+      calls: QUICK ? 10 : 100,
+      warmup: QUICK ? 2 : 10,
+    })) {
+      rows.push(r);
+      console.log(
+        `${r.scenario.padEnd(16)} p50 ${fmt(r.p50Ms, 1)} p99 ${fmt(r.p99Ms, 1)} max ${fmt(r.maxMs, 1)} ms ` +
+          `(${r.calls} calls; ${fmt(r.sent)} recipients, ${r.networks} networks, ${r.days} days) | target ≤ ${r.target.maxMs} ms`,
+      );
+      if (r.maxMs > r.target.maxMs && !QUICK) errors.push(`${r.scenario}: slowest call ${fmt(r.maxMs)} ms`);
+    }
+  } catch (error) {
+    errors.push(`review: ${error.message}`);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------

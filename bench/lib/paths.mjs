@@ -23,16 +23,23 @@ export const cliMain = (dist = serverDist) => join(dist, 'cli/main.js');
 
 const load = (path) => import(pathToFileURL(join(serverDist, path)).href);
 
-/** What the data generator calls in the built server: schema, account, wire items, record order, partitions. */
+/**
+ * What the data generator calls in the built server: schema, account, wire items, record order, partitions, the
+ * review rollup's backfill.
+ */
 export async function serverModules() {
-  const [config, open, accounts, wire, records, partitions] = await Promise.all([
-    load('config.js'),
-    load('store/open.js'),
-    load('operations/accounts.js'),
-    load('domain/wire.js'),
-    load('domain/records.js'),
-    load('store/postgres/partitions.js'),
-  ]);
+  const [config, open, accounts, wire, records, partitions, sqliteRollup, postgresRollup] = await Promise.all(
+    [
+      load('config.js'),
+      load('store/open.js'),
+      load('operations/accounts.js'),
+      load('domain/wire.js'),
+      load('domain/records.js'),
+      load('store/postgres/partitions.js'),
+      load('store/sqlite/rollup.js'),
+      load('store/postgres/rollup.js'),
+    ],
+  );
   return {
     loadConfig: config.loadConfig,
     openStore: open.openStore,
@@ -41,5 +48,9 @@ export async function serverModules() {
     toDlrItem: wire.toDlrItem,
     comparePositions: records.comparePositions,
     ensurePartitions: partitions.ensurePartitions,
+    rollupBackfill: {
+      sqlite: sqliteRollup.SQLITE_ROLLUP_BACKFILL,
+      postgres: postgresRollup.POSTGRES_ROLLUP_BACKFILL,
+    },
   };
 }

@@ -1,5 +1,7 @@
 // The read scenarios of `npm run bench`: for each, the requests the loader sends (many distinct ones, picked at
 // random per request) and what the figures are held against. See docs/benchmarks.md.
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { pick, random } from './random.mjs';
 
 const basic = (m) => ({ authorization: `Basic ${Buffer.from(`${m.key}:${m.secret}`).toString('base64')}` });
@@ -132,4 +134,61 @@ export async function sampleBody(baseUrl, paths) {
   }
   bodies.sort((a, b) => a.length - b.length);
   return bodies[Math.floor(bodies.length / 2)];
+}
+
+/**
+ * The review page's query (CONTRACT §13 page 4: 30 days at 10M recipients in ≤ 300 ms): the store's
+ * reviewSummary and the domain's reviewFigures of the build under test, called in this process on the dataset,
+ * one call at a time, for the last 30 days of the dataset, over every campaign and over its main campaign.
+ * There is no page to request yet, so this times the work behind it, not HTTP. Returns the figures per kind.
+ */
+export async function runReview({ manifest, dist, databaseUrl, calls, warmup }) {
+  const load = (path) => import(pathToFileURL(join(dist, path)).href);
+  const [{ loadConfig }, { openStore }, { reviewFigures }] = await Promise.all([
+    load('config.js'),
+    load('store/open.js'),
+    load('domain/review.js'),
+  ]);
+  const store = openStore(loadConfig({ DATABASE_URL: databaseUrl, WAYBILL_PEPPER: manifest.pepper }));
+  try {
+    const account = await store.getAccountByKey(manifest.key);
+    if (!account) throw new Error(`no bench account ${manifest.key} in ${databaseUrl}`);
+    const end = new Date(manifest.end ?? '2026-11-01T00:00:00.000Z');
+    const period = { from: new Date(end.getTime() - 30 * 86_400_000), to: new Date(end.getTime() - 1) };
+    const kinds = [
+      { name: 'review', title: 'review, 30 days, every campaign', period },
+      {
+        name: 'review-campaign',
+        title: 'review, 30 days, one campaign',
+        period: { ...period, campaignId: manifest.campaign.id },
+      },
+    ];
+    const results = [];
+    for (const kind of kinds) {
+      const ms = [];
+      let figures;
+      for (let i = 0; i < warmup + calls; i++) {
+        const started = performance.now();
+        figures = reviewFigures(await store.reviewSummary(account.id, kind.period));
+        if (i >= warmup) ms.push(performance.now() - started);
+      }
+      ms.sort((a, b) => a - b);
+      const at = (q) => ms[Math.min(ms.length - 1, Math.floor(q * ms.length))];
+      results.push({
+        scenario: kind.name,
+        title: kind.title,
+        calls,
+        p50Ms: at(0.5),
+        p99Ms: at(0.99),
+        maxMs: ms[ms.length - 1],
+        sent: figures.sent,
+        networks: figures.byNetwork.length,
+        days: figures.byDay.length,
+        target: { maxMs: 300 },
+      });
+    }
+    return results;
+  } finally {
+    await store.close();
+  }
 }

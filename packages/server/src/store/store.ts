@@ -20,6 +20,7 @@ import type {
   Position,
   StoredMessage,
 } from '../domain/records.js';
+import type { ReviewPeriod, ReviewRows } from '../domain/review.js';
 import type { Channel } from '../domain/vocabulary.js';
 
 /** What a message batch did: `accepted` items, and `events` recorded by parked receipts it applied. */
@@ -319,6 +320,12 @@ export interface QueryStore {
    * once every event before it is visible too (no gap, even while ingests commit concurrently).
    */
   listReceiptEvents(accountId: string, afterSeq: number, limit: number): Promise<ReceiptEvent[]>;
+  /**
+   * The review rollup of a period (domain/review.ts ReviewPeriod: whole UTC days, optionally one campaign):
+   * recipients per (day, network, drStatuscode, drErrcode) and the time-to-final-receipt histogram. Reads the
+   * rollup only, never the messages; domain/review.ts reviewFigures turns it into the page's figures.
+   */
+  reviewSummary(accountId: string, period: ReviewPeriod): Promise<ReviewRows>;
 }
 
 /** Message records: ingest and the query endpoints' reads. */

@@ -18,6 +18,8 @@ const ACCOUNT_TABLES = [
   'identities',
   'conversations',
   'contacts',
+  'review_counts',
+  'review_latency',
 ] as const;
 
 /**

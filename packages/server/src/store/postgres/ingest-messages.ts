@@ -15,6 +15,7 @@ import { lockParked, lockParkedOfPairs, unpark } from './parked.js';
 import { ensurePartitions } from './partitions.js';
 import { inTransaction, RETRY, type TransactionResult } from './pool.js';
 import { insertKeys, lockCarriers, lockKeys, readRecords, upsertRecords, writeCarriers } from './records.js';
+import { writeRollupOf } from './rollup.js';
 
 /** Message ingest on PostgreSQL. */
 export function messageIngest(pool: pg.Pool, schema: string): IngestStore['ingestMessages'] {
@@ -55,7 +56,7 @@ async function ingestMessagesOnce(
   const { plan } = planned;
   const value = { ok: true as const, value: { accepted: items.length, events: plan.events.length } };
   if (options.dryRun === true) return { commit: false, value };
-  if (!(await writeMessagePlan(client, accountId, plan))) return RETRY;
+  if (!(await writeMessagePlan(client, state, plan))) return RETRY;
   return { commit: true, value };
 }
 
@@ -152,9 +153,10 @@ async function loadConversations(
  */
 async function writeMessagePlan(
   client: pg.PoolClient,
-  accountId: string,
+  state: MessageBatchState,
   plan: MessagePlan,
 ): Promise<boolean> {
+  const { accountId } = state;
   // Contacts first: identities and conversations reference them.
   if (plan.contacts.length > 0) {
     await client.query({
@@ -202,6 +204,12 @@ async function writeMessagePlan(
   );
   if (!(await writeCarriers(client, plan.carriers))) return false;
   await unpark(client, accountId, plan.unparked);
+  await writeRollupOf(
+    client,
+    accountId,
+    (r) => state.records.get(recordKey(r.id, r.channelUserId)),
+    plan.records.map((r) => r.record),
+  );
   await writeEvents(client, accountId, plan.events, plan.supersede);
   return true;
 }

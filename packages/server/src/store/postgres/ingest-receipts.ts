@@ -26,6 +26,7 @@ import {
   readRecords,
   updateSmsState,
 } from './records.js';
+import { writeRollupOf } from './rollup.js';
 import { recordKey } from './rows.js';
 
 /** Receipt ingest on PostgreSQL. */
@@ -62,6 +63,7 @@ async function ingestReceiptsOnce(
   if (!(await mayPark(client, accountId, plan, keyRows))) return RETRY;
   await updateSmsState(client, accountId, plan.updates);
   await park(client, accountId, plan.park, now);
+  await writeRollupOf(client, accountId, storedOf(state.recipients), plan.updates);
   await writeEvents(client, accountId, plan.events, plan.supersede);
   return { commit: true, value: { ok: true, value: plan.outcome } };
 }
@@ -172,8 +174,19 @@ async function ingestCarrierReceiptsOnce(
   for (const [accountId, accountPlan] of plan.accounts) {
     await updateSmsState(client, accountId, accountPlan.updates);
     await park(client, accountId, accountPlan.park, now);
+    const stored = loaded.get(accountId)?.recipients ?? new Map<string, StoredMessage[]>();
+    await writeRollupOf(client, accountId, storedOf(stored), accountPlan.updates);
     await writeEvents(client, accountId, accountPlan.events, accountPlan.supersede);
   }
   await parkCarrier(client, route, plan.park, accounts, now);
   return { commit: true, value: plan.results };
+}
+
+/** The stored state of each recipient a receipt plan may update, from the recipients its batch loaded. */
+function storedOf(
+  byId: ReadonlyMap<string, readonly StoredMessage[]>,
+): (updated: StoredMessage) => StoredMessage | undefined {
+  const byKey = new Map<string, StoredMessage>();
+  for (const list of byId.values()) for (const r of list) byKey.set(recordKey(r.id, r.channelUserId), r);
+  return (updated) => byKey.get(recordKey(updated.id, updated.channelUserId));
 }

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { MESSAGE_INDEXES } from '../message-indexes.js';
 import type { AppliedMigration, Migration } from '../store.js';
 import { quoteIdent, withClient } from './pool.js';
+import { POSTGRES_ROLLUP_BACKFILL } from './rollup.js';
 
 /**
  * The schema, in order. A migration, once released, never changes: fix things with a new one. Statements
@@ -318,7 +319,38 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
-  // 7 is the review rollup's (built beside this one); the runner applies whatever version is missing.
+  {
+    version: 7,
+    name: 'review rollup',
+    sql: `
+      -- The review rollup (docs/review.md, domain/rollup.ts): how many outbound SMS recipients of an account,
+      -- sent on a UTC day (whole days since 1970), are in each (campaign, network, drStatuscode, drErrcode),
+      -- '' standing for none; and, of those with a final receipt, how many took each bucket of time from sending
+      -- to it. Kept by every write of a recipient, in its transaction; the review page reads only these. Not
+      -- partitioned: a day holds one row per key in use, not per recipient, and prune takes its records' counts
+      -- away exactly rather than dropping days.
+      CREATE TABLE review_counts (
+        account_id uuid NOT NULL,
+        day integer NOT NULL,
+        campaign_id text COLLATE "C" NOT NULL,
+        network text COLLATE "C" NOT NULL,
+        state text COLLATE "C" NOT NULL,
+        errcode text COLLATE "C" NOT NULL,
+        n bigint NOT NULL,
+        PRIMARY KEY (account_id, day, campaign_id, network, state, errcode)
+      );
+      CREATE TABLE review_latency (
+        account_id uuid NOT NULL,
+        day integer NOT NULL,
+        campaign_id text COLLATE "C" NOT NULL,
+        bucket integer NOT NULL,
+        n bigint NOT NULL,
+        PRIMARY KEY (account_id, day, campaign_id, bucket)
+      );
+      -- The records already there.
+      ${POSTGRES_ROLLUP_BACKFILL};
+    `,
+  },
   {
     version: 8,
     name: 'console sessions',

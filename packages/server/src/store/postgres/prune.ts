@@ -1,11 +1,14 @@
 import pg from 'pg';
+import { addCounts, addLatency, countsOfMessages, latencyOfMessages } from '../rollup-sql.js';
 import { PruneGaveUpError, type PruneOptions } from '../store.js';
 import { listPartitions, lockPartitions } from './partitions.js';
 import { quoteIdent, withClient } from './pool.js';
+import { POSTGRES_ROLLUP } from './rollup.js';
 
 /**
  * Retention: removes every message record created before `cutoff`, with its receipt events, deliveries and
- * their attempt logs, and returns how many records went.
+ * their attempt logs and its counts in the review rollup (taken away in the transaction that removes it), and
+ * returns how many records went.
  *
  * Month partitions wholly older than the cutoff are dropped (with their key rows), which costs the same for
  * a million rows as for one and leaves no dead tuples for vacuum; only the month the cutoff falls in, and the
@@ -65,6 +68,8 @@ export async function prune(
                AND k.created_at = p.created_at`,
           );
           const count = await client.query<{ n: number }>(`SELECT count(*) AS n FROM ${table}`);
+          await client.query(addCounts(countsOfMessages(POSTGRES_ROLLUP, table, 'true', -1)));
+          await client.query(addLatency(latencyOfMessages(POSTGRES_ROLLUP, table, 'true', -1)));
           await client.query(`DROP TABLE ${table}`);
           return count.rows[0]?.n ?? 0;
         });
@@ -73,6 +78,13 @@ export async function prune(
     }
 
     await run.batches(client, 'messages', DELETE_MESSAGES, before, (n) => run.removed(n));
+    // Keys whose every record went (or moved on) keep a row of 0 until here.
+    await run.retrying('review rollup', () =>
+      run.step(client, async () => {
+        await client.query('DELETE FROM review_counts WHERE n = 0');
+        await client.query('DELETE FROM review_latency WHERE n = 0');
+      }),
+    );
   });
   return run.total;
 }
@@ -234,11 +246,16 @@ const DELETE_MESSAGES: pg.QueryConfig = {
            DELETE FROM messages m USING doomed d
            WHERE m.account_id = d.account_id AND m.id = d.id AND m.channel_user_id = d.channel_user_id
              AND m.created_at = d.created_at
-           RETURNING m.account_id, m.id, m.channel_user_id, m.created_at
+           RETURNING m.account_id, m.id, m.channel_user_id, m.created_at, m.campaign_id, m.network, m.sms_status,
+             m.dr_statuscode, m.dr_errcode, m.dr_time
          ), keys AS (
            DELETE FROM message_keys k USING gone g
            WHERE k.account_id = g.account_id AND k.id = g.id AND k.channel_user_id = g.channel_user_id
              AND k.created_at = g.created_at
+         ), counts AS (
+           ${addCounts(countsOfMessages(POSTGRES_ROLLUP, 'gone', 'true', -1))}
+         ), latency AS (
+           ${addLatency(latencyOfMessages(POSTGRES_ROLLUP, 'gone', 'true', -1))}
          )
          SELECT count(*) AS n FROM gone`,
 };

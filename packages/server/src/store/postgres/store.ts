@@ -15,6 +15,7 @@ import { type ConnectionMode, checkSchemaName, createPool } from './pool.js';
 import { prune } from './prune.js';
 import { queries, type ReadRouter } from './queries.js';
 import { ReadRouting } from './read-routing.js';
+import { readReview } from './rollup.js';
 import { sessionCalls } from './sessions.js';
 
 export interface PostgresStoreOptions extends ConnectionMode {
@@ -164,6 +165,9 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
       }
     },
     ...queries(read),
+    async reviewSummary(accountId, period) {
+      return readReview(read, accountId, period);
+    },
 
     // The feed and the outbox read the primary: a relay must see what it leased, and an operator what they
     // just changed.

@@ -43,6 +43,8 @@ export function prepareAccounts(db: Database.Database) {
       'identities',
       'conversations',
       'contacts',
+      'review_counts',
+      'review_latency',
     ].map((table) => prepare<[string]>(`DELETE FROM ${table} WHERE account_id = ?`)),
     deleteAccountRow: prepare<[string]>('DELETE FROM accounts WHERE id = ?'),
     anyAccount: prepare<[], { one: number }>('SELECT 1 AS one FROM accounts LIMIT 1'),

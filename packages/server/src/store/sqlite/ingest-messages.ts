@@ -4,6 +4,7 @@ import {
   type MessagePlan,
   messageBatchKeys,
   planMessages,
+  recordKey,
 } from '../../domain/ingest/plan-messages.js';
 import type { MessageUpsert } from '../../domain/ingest/precedence.js';
 import { conversationIds, heldIdentities, identityOwners } from '../rows.js';
@@ -12,6 +13,7 @@ import { preparer, RollBack, runBatch } from './database.js';
 import { callbacksOf, type EventStatements, writeEvents } from './events.js';
 import { type ParkedStatements, readParked, readParkedOfPairs, unpark } from './parked.js';
 import { type RecordStatements, readCarriers, readRecords, writeCarriers, writeRecords } from './records.js';
+import { type RollupStatements, writeRollupOf } from './rollup.js';
 
 /** The statements of message ingest beyond the records': identities, contacts and conversations. */
 export function prepareMessageIngest(db: Database.Database) {
@@ -62,6 +64,7 @@ export interface MessageIngestStatements {
   records: RecordStatements;
   parked: ParkedStatements;
   events: EventStatements;
+  rollup: RollupStatements;
 }
 
 /**
@@ -80,7 +83,7 @@ export function messageIngest(
       if (!planned.ok) throw new RollBack({ ok: false, errors: planned.errors });
       const value: MessageBatchResult = { accepted: items.length, events: planned.plan.events.length };
       if (options?.dryRun === true) throw new RollBack({ ok: true, value });
-      writeMessagePlan(sql, accountId, planned.plan);
+      writeMessagePlan(sql, state, planned.plan);
       return value;
     },
   );
@@ -123,8 +126,9 @@ function loadMessageBatch(
   };
 }
 
-function writeMessagePlan(sql: MessageIngestStatements, accountId: string, plan: MessagePlan): void {
+function writeMessagePlan(sql: MessageIngestStatements, state: MessageBatchState, plan: MessagePlan): void {
   const { messages } = sql;
+  const { accountId } = state;
   for (const contactId of plan.contacts) messages.insertContact.run(accountId, contactId);
   for (const i of plan.identities) {
     messages.insertIdentity.run(accountId, i.channel, i.channelUserId, i.contactId);
@@ -133,6 +137,12 @@ function writeMessagePlan(sql: MessageIngestStatements, accountId: string, plan:
     messages.insertConversation.run(accountId, c.contactId, c.channel, c.id);
   writeRecords(sql.records, accountId, plan.records);
   writeCarriers(sql.records, plan.carriers);
+  writeRollupOf(
+    sql.rollup,
+    accountId,
+    (r) => state.records.get(recordKey(r.id, r.channelUserId)),
+    plan.records.map((r) => r.record),
+  );
   writeEvents(sql.events, accountId, plan.events, plan.supersede);
   unpark(sql.parked, plan.unparked);
 }

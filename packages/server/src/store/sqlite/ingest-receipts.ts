@@ -5,18 +5,22 @@ import {
   planCarrierReceipts,
   type RouteAccounts,
 } from '../../domain/ingest/plan-carrier-receipts.js';
+import { recordKey } from '../../domain/ingest/plan-messages.js';
 import { planReceipts, type ReceiptBatchState } from '../../domain/ingest/plan-receipts.js';
 import type { CarrierReceiptInput, ReceiptInput } from '../../domain/ingest/precedence.js';
+import type { StoredMessage } from '../../domain/records.js';
 import type { IngestOptions, IngestStore } from '../store.js';
 import { RollBack, runBatch } from './database.js';
 import { callbacksOf, type EventStatements, writeEvents } from './events.js';
 import { type ParkedStatements, park, parkCarrier } from './parked.js';
 import { type Recipients, type RecordStatements, readRecipients, updateSmsState } from './records.js';
+import { type RollupStatements, writeRollupOf } from './rollup.js';
 
 export interface ReceiptIngestStatements {
   records: RecordStatements;
   parked: ParkedStatements;
   events: EventStatements;
+  rollup: RollupStatements;
 }
 
 /**
@@ -38,6 +42,7 @@ export function receiptIngest(
       const { plan } = planned;
       if (options?.dryRun === true) throw new RollBack({ ok: true, value: plan.outcome });
       updateSmsState(sql.records, recipients.rows, plan.updates);
+      writeRollupOf(sql.rollup, accountId, storedOf(recipients), plan.updates);
       writeEvents(sql.events, accountId, plan.events, plan.supersede);
       park(sql.parked, accountId, plan.park, now);
       return plan.outcome;
@@ -80,6 +85,8 @@ export function carrierReceiptIngest(
       const plan = planCarrierReceipts(state, route, items, accounts, now);
       for (const [accountId, accountPlan] of plan.accounts) {
         updateSmsState(sql.records, rows.get(accountId) ?? new Map(), accountPlan.updates);
+        const byId = loaded.get(accountId)?.recipients ?? new Map<string, StoredMessage[]>();
+        writeRollupOf(sql.rollup, accountId, storedOf({ byId }), accountPlan.updates);
         writeEvents(sql.events, accountId, accountPlan.events, accountPlan.supersede);
         park(sql.parked, accountId, accountPlan.park, now);
       }
@@ -88,4 +95,14 @@ export function carrierReceiptIngest(
     },
   );
   return async (route, items, now, options) => apply.immediate(route, items, now, options?.accounts ?? null);
+}
+
+/** The stored state of each recipient a receipt plan may update, from the recipients its batch loaded. */
+function storedOf(recipients: {
+  byId: ReadonlyMap<string, readonly StoredMessage[]>;
+}): (updated: StoredMessage) => StoredMessage | undefined {
+  const byKey = new Map<string, StoredMessage>();
+  for (const list of recipients.byId.values())
+    for (const r of list) byKey.set(recordKey(r.id, r.channelUserId), r);
+  return (updated) => byKey.get(recordKey(updated.id, updated.channelUserId));
 }

@@ -1,6 +1,7 @@
 import type { Database } from 'better-sqlite3';
 import { MESSAGE_INDEXES } from '../message-indexes.js';
 import type { AppliedMigration, Migration } from '../store.js';
+import { SQLITE_ROLLUP_BACKFILL } from './rollup.js';
 
 /**
  * The schema, in order. A migration, once released, never changes: fix things with a new one.
@@ -284,7 +285,36 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID, STRICT;
     `,
   },
-  // 7 is the review rollup's (built beside this one); the runner applies whatever version is missing.
+  {
+    version: 7,
+    name: 'review rollup',
+    sql: `
+      -- The review rollup (docs/review.md, domain/rollup.ts): how many outbound SMS recipients of an account,
+      -- sent on a UTC day (whole days since 1970), are in each (campaign, network, drStatuscode, drErrcode),
+      -- '' standing for none; and, of those with a final receipt, how many took each bucket of time from sending
+      -- to it. Kept by every write of a recipient, in its transaction; the review page reads only these.
+      CREATE TABLE review_counts (
+        account_id TEXT NOT NULL,
+        day INTEGER NOT NULL,
+        campaign_id TEXT NOT NULL,
+        network TEXT NOT NULL,
+        state TEXT NOT NULL,
+        errcode TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (account_id, day, campaign_id, network, state, errcode)
+      ) WITHOUT ROWID, STRICT;
+      CREATE TABLE review_latency (
+        account_id TEXT NOT NULL,
+        day INTEGER NOT NULL,
+        campaign_id TEXT NOT NULL,
+        bucket INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (account_id, day, campaign_id, bucket)
+      ) WITHOUT ROWID, STRICT;
+      -- The records already there.
+      ${SQLITE_ROLLUP_BACKFILL};
+    `,
+  },
   {
     version: 8,
     name: 'console sessions',

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { MaintenanceStore } from '../store.js';
 import { preparer } from './database.js';
 import type { Outbox } from './outbox.js';
+import { pruneRollup, type RollupStatements } from './rollup.js';
 
 /** Retention's own statement; the outbox's statements remove the events, deliveries and attempts. */
 export function preparePrune(db: Database.Database) {
@@ -21,18 +22,21 @@ export type PruneStatements = ReturnType<typeof preparePrune>;
 
 /**
  * Retention on SQLite: removes every message record created before the cutoff, with its receipt events,
- * deliveries and their attempt logs, in one IMMEDIATE transaction; returns how many records went.
+ * deliveries and their attempt logs and their counts in the review rollup, in one IMMEDIATE transaction;
+ * returns how many records went.
  */
 export function prune(
   db: Database.Database,
   sql: PruneStatements,
   outbox: Outbox,
+  rollup: RollupStatements,
 ): MaintenanceStore['prune'] {
   const apply = db.transaction((cutoff: number) => {
     outbox.pruneAttempts.run(cutoff);
     outbox.pruneDeliveries.run(cutoff);
     outbox.pruneEvents.run(cutoff);
     sql.carriers.run(cutoff);
+    pruneRollup(rollup, cutoff);
     return sql.messages.run(cutoff).changes;
   });
   return async (cutoff) => apply.immediate(cutoff.getTime());

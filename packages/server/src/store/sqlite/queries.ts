@@ -89,7 +89,7 @@ export function prepareQueries(db: Database.Database) {
 export type QueryStatements = ReturnType<typeof prepareQueries>;
 
 /** The read paths of the query endpoints on SQLite: /dlr, messages by id, history, resolving a contact. */
-export function queries(sql: QueryStatements): Omit<QueryStore, 'listReceiptEvents'> {
+export function queries(sql: QueryStatements): Omit<QueryStore, 'listReceiptEvents' | 'reviewSummary'> {
   return {
     async findDlr(accountId, messageId) {
       const rows = sql.dlrItems.all(accountId, messageId);

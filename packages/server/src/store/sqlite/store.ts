@@ -18,6 +18,7 @@ import { pepperFingerprintCalls } from './pepper-fingerprint.js';
 import { type PruneStatements, preparePrune, prune } from './prune.js';
 import { prepareQueries, type QueryStatements, queries } from './queries.js';
 import { prepareRecords, type RecordStatements } from './records.js';
+import { prepareRollup, type RollupStatements, readReview } from './rollup.js';
 import { sessionCalls } from './sessions.js';
 
 export interface SqliteStoreOptions {
@@ -48,6 +49,7 @@ export interface Statements {
   queries: QueryStatements;
   outbox: outbox.Outbox;
   prune: PruneStatements;
+  rollup: RollupStatements;
 }
 
 /**
@@ -65,6 +67,7 @@ export function prepareStatements(db: Database.Database): Statements {
     queries: prepareQueries(db),
     outbox: outbox.prepareOutbox(db),
     prune: preparePrune(db),
+    rollup: prepareRollup(db),
   };
 }
 
@@ -123,7 +126,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
       await checkpointer?.stop(CHECKPOINTER_STOP_MS);
       if (db.open) db.close();
     },
-    prune: prune(db, sql.prune, sql.outbox),
+    prune: prune(db, sql.prune, sql.outbox, sql.rollup),
     ...pepperFingerprintCalls(db),
     ...intakeRouteCalls(db),
     ...leaseCalls(db),
@@ -134,6 +137,9 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     ingestReceipts: receiptIngest(db, sql),
     ingestCarrierReceipts: carrierReceiptIngest(db, sql),
     ...queries(sql.queries),
+    async reviewSummary(accountId, period) {
+      return readReview(sql.rollup, accountId, period);
+    },
 
     async listReceiptEvents(accountId, afterSeq, limit) {
       return outbox.listEvents(sql.outbox, accountId, afterSeq, limit);
