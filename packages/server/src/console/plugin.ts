@@ -8,6 +8,7 @@ import type { AppContext } from '../context.js';
 import { ApiError } from '../domain/errors.js';
 import { StoreUnavailableError } from '../store/store.js';
 import { ASSETS_DIR, type ConsoleDeps, errorPage, page, VIEWS_DIR } from './render.js';
+import { reviewPages } from './review.js';
 import { ConsoleSessions, CSRF_FIELD, sameOrigin, sameString } from './session.js';
 import { signInPages } from './sign-in.js';
 
@@ -115,6 +116,7 @@ async function consoleScope(app: FastifyInstance, ctx: AppContext): Promise<void
   });
 
   await signInPages(app, deps);
+  await reviewPages(app, deps);
 }
 
 function renderError(
