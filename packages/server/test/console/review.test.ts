@@ -12,7 +12,7 @@ const after = (iso: string, ms: number) => new Date(Date.parse(iso) + ms).toISOS
 const figure = (page: Page, name: string) =>
   new RegExp(`data-figure="${name}">([^<]*)<`).exec(page.text)?.[1] ?? null;
 
-const unescape = (html: string) =>
+const cellText = (html: string) =>
   html
     .replace(/<[^>]+>/g, '')
     .replaceAll('&#39;', "'")
@@ -29,7 +29,7 @@ function tableRows(page: Page, name: string): string[][] {
   if (table === undefined) return [];
   const body = /<tbody>([\s\S]*?)<\/tbody>/.exec(table)?.[1] ?? '';
   return [...body.matchAll(/<tr>([\s\S]*?)<\/tr>/g)].map((row) =>
-    [...(row[1] ?? '').matchAll(/<td[^>]*>([\s\S]*?)<\/td>/g)].map((cell) => unescape(cell[1] ?? '')),
+    [...(row[1] ?? '').matchAll(/<td[^>]*>([\s\S]*?)<\/td>/g)].map((cell) => cellText(cell[1] ?? '')),
   );
 }
 
