@@ -25,7 +25,8 @@
 // dropped (recreated from their sqlite_master text). The main thread writes every message record, in one
 // transaction, a chunk at a time in primary-key order; a helper thread runs the same generator and writes the
 // receipt events, contacts, identities and conversations (with their indexes) into a side file, which is copied
-// in by SQLite's transfer optimization. Then the account's last_message_seq / last_event_seq, the review rollup (migration 7's backfill), WAL mode back on,
+// in by SQLite's transfer optimization. Then the account's last_message_seq / last_event_seq, the review rollup
+// (migration 7's backfill), WAL mode back on,
 // and the checks. PostgreSQL: see datagen-pg.mjs.
 import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';

@@ -1,7 +1,7 @@
 import type { AttemptRecord, Delivery, DeliveryState } from '../domain/deliveries/delivery.js';
 import type { ReceiptEvent } from '../domain/deliveries/events.js';
 import type { CarrierClaim } from '../domain/ingest/plan-messages.js';
-import { conversationKey, identityKey } from '../domain/ingest/plan-messages.js';
+import { conversationKey, identityKey, recordKey } from '../domain/ingest/plan-messages.js';
 import type { ParkedCarrierReceipt, ParkedReceipt } from '../domain/ingest/plan-receipts.js';
 import type { CarrierReceiptInput, ReceiptInput } from '../domain/ingest/precedence.js';
 import type {
@@ -350,4 +350,16 @@ export function rowMappers<C extends ColumnTypes>({ date, json }: Conversions<C>
       };
     },
   };
+}
+
+/**
+ * The stored state of each recipient a receipt plan may update, from the recipients its batch loaded by message
+ * id: the "before" of the review rollup's delta (the engines' rollup.ts).
+ */
+export function storedRecipients(
+  byId: ReadonlyMap<string, readonly StoredMessage[]>,
+): (updated: StoredMessage) => StoredMessage | undefined {
+  const byKey = new Map<string, StoredMessage>();
+  for (const list of byId.values()) for (const r of list) byKey.set(recordKey(r.id, r.channelUserId), r);
+  return (updated) => byKey.get(recordKey(updated.id, updated.channelUserId));
 }

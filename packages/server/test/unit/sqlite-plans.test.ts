@@ -94,4 +94,14 @@ describe('SQLite query plans', () => {
       /deliveries_recipient \(account_id=\? AND message_id=\? AND recipient=\?\)/,
     );
   });
+
+  it('reads the review rollup by account and day range, and prunes it through the history index', () => {
+    expect(all.get('rollup.counts')).toMatch(
+      /review_counts USING PRIMARY KEY \(account_id=\? AND day>\? AND day<\?\)/,
+    );
+    expect(all.get('rollup.latency')).toMatch(
+      /review_latency USING PRIMARY KEY \(account_id=\? AND day>\? AND day<\?\)/,
+    );
+    expect(all.get('rollup.pruneCounts')).toMatch(/messages USING INDEX messages_history/);
+  });
 });

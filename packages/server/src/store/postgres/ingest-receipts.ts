@@ -13,6 +13,7 @@ import type {
   ReceiptOutcome,
 } from '../../domain/ingest/precedence.js';
 import type { StoredMessage } from '../../domain/records.js';
+import { storedRecipients } from '../rows.js';
 import { type IngestStore, UnknownAccountError } from '../store.js';
 import { lockAccount, writeEvents } from './events.js';
 import { lockCarrierParking, lockParking } from './park-locks.js';
@@ -63,7 +64,7 @@ async function ingestReceiptsOnce(
   if (!(await mayPark(client, accountId, plan, keyRows))) return RETRY;
   await updateSmsState(client, accountId, plan.updates);
   await park(client, accountId, plan.park, now);
-  await writeRollupOf(client, accountId, storedOf(state.recipients), plan.updates);
+  await writeRollupOf(client, accountId, storedRecipients(state.recipients), plan.updates);
   await writeEvents(client, accountId, plan.events, plan.supersede);
   return { commit: true, value: { ok: true, value: plan.outcome } };
 }
@@ -175,18 +176,9 @@ async function ingestCarrierReceiptsOnce(
     await updateSmsState(client, accountId, accountPlan.updates);
     await park(client, accountId, accountPlan.park, now);
     const stored = loaded.get(accountId)?.recipients ?? new Map<string, StoredMessage[]>();
-    await writeRollupOf(client, accountId, storedOf(stored), accountPlan.updates);
+    await writeRollupOf(client, accountId, storedRecipients(stored), accountPlan.updates);
     await writeEvents(client, accountId, accountPlan.events, accountPlan.supersede);
   }
   await parkCarrier(client, route, plan.park, accounts, now);
   return { commit: true, value: plan.results };
-}
-
-/** The stored state of each recipient a receipt plan may update, from the recipients its batch loaded. */
-function storedOf(
-  byId: ReadonlyMap<string, readonly StoredMessage[]>,
-): (updated: StoredMessage) => StoredMessage | undefined {
-  const byKey = new Map<string, StoredMessage>();
-  for (const list of byId.values()) for (const r of list) byKey.set(recordKey(r.id, r.channelUserId), r);
-  return (updated) => byKey.get(recordKey(updated.id, updated.channelUserId));
 }

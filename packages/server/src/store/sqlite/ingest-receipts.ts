@@ -5,10 +5,10 @@ import {
   planCarrierReceipts,
   type RouteAccounts,
 } from '../../domain/ingest/plan-carrier-receipts.js';
-import { recordKey } from '../../domain/ingest/plan-messages.js';
 import { planReceipts, type ReceiptBatchState } from '../../domain/ingest/plan-receipts.js';
 import type { CarrierReceiptInput, ReceiptInput } from '../../domain/ingest/precedence.js';
 import type { StoredMessage } from '../../domain/records.js';
+import { storedRecipients } from '../rows.js';
 import type { IngestOptions, IngestStore } from '../store.js';
 import { RollBack, runBatch } from './database.js';
 import { callbacksOf, type EventStatements, writeEvents } from './events.js';
@@ -42,7 +42,7 @@ export function receiptIngest(
       const { plan } = planned;
       if (options?.dryRun === true) throw new RollBack({ ok: true, value: plan.outcome });
       updateSmsState(sql.records, recipients.rows, plan.updates);
-      writeRollupOf(sql.rollup, accountId, storedOf(recipients), plan.updates);
+      writeRollupOf(sql.rollup, accountId, storedRecipients(recipients.byId), plan.updates);
       writeEvents(sql.events, accountId, plan.events, plan.supersede);
       park(sql.parked, accountId, plan.park, now);
       return plan.outcome;
@@ -86,7 +86,7 @@ export function carrierReceiptIngest(
       for (const [accountId, accountPlan] of plan.accounts) {
         updateSmsState(sql.records, rows.get(accountId) ?? new Map(), accountPlan.updates);
         const byId = loaded.get(accountId)?.recipients ?? new Map<string, StoredMessage[]>();
-        writeRollupOf(sql.rollup, accountId, storedOf({ byId }), accountPlan.updates);
+        writeRollupOf(sql.rollup, accountId, storedRecipients(byId), accountPlan.updates);
         writeEvents(sql.events, accountId, accountPlan.events, accountPlan.supersede);
         park(sql.parked, accountId, accountPlan.park, now);
       }
@@ -95,14 +95,4 @@ export function carrierReceiptIngest(
     },
   );
   return async (route, items, now, options) => apply.immediate(route, items, now, options?.accounts ?? null);
-}
-
-/** The stored state of each recipient a receipt plan may update, from the recipients its batch loaded. */
-function storedOf(recipients: {
-  byId: ReadonlyMap<string, readonly StoredMessage[]>;
-}): (updated: StoredMessage) => StoredMessage | undefined {
-  const byKey = new Map<string, StoredMessage>();
-  for (const list of recipients.byId.values())
-    for (const r of list) byKey.set(recordKey(r.id, r.channelUserId), r);
-  return (updated) => byKey.get(recordKey(updated.id, updated.channelUserId));
 }
