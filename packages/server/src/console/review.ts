@@ -8,7 +8,7 @@ import { dailyRateChart, finalStatesChart } from './charts.js';
 import { toCsv } from './csv.js';
 import { pageAccount, signedOnly } from './guards.js';
 import { formatCount, formatDuration, formatRate } from './numbers.js';
-import { type ConsoleDeps, page } from './render.js';
+import { type ConsoleDeps, field, page } from './render.js';
 import { isReviewTable, REVIEW_TABLES, reviewTables } from './review-tables.js';
 
 /**
@@ -18,21 +18,12 @@ import { isReviewTable, REVIEW_TABLES, reviewTables } from './review-tables.js';
  * account page.
  */
 
-/** One string of the query (the first when repeated), trimmed; undefined when absent or empty. */
-function queryField(request: FastifyRequest, name: string): string | undefined {
-  const value = (request.query as Record<string, unknown>)[name];
-  const first = Array.isArray(value) ? value[0] : value;
-  if (typeof first !== 'string') return undefined;
-  const trimmed = first.trim();
-  return trimmed === '' ? undefined : trimmed;
-}
-
 const periodOf = (request: FastifyRequest, now: Date) =>
   parseReviewPeriod(
     {
-      from: queryField(request, 'from'),
-      to: queryField(request, 'to'),
-      campaign: queryField(request, 'campaign'),
+      from: field(request.query, 'from'),
+      to: field(request.query, 'to'),
+      campaign: field(request.query, 'campaign'),
     },
     now,
   );
@@ -62,7 +53,7 @@ export async function reviewPages(app: FastifyInstance, { ctx }: ConsoleDeps): P
     const account = await pageAccount(ctx, request);
     const operatorAccount = request.signed?.kind === 'operator' ? account.id : null;
     const parsed = periodOf(request, ctx.now());
-    const data = { title: 'Review', account, operatorAccount, form: parsed.form };
+    const data = { title: 'Review', account, form: parsed.form };
     if (!parsed.ok) return page(request, reply, 'review', { ...data, error: parsed.detail }, 400);
 
     const figures = reviewFigures(await ctx.store.reviewSummary(account.id, parsed.period));
@@ -85,7 +76,7 @@ export async function reviewPages(app: FastifyInstance, { ctx }: ConsoleDeps): P
 
   app.get('/review.csv', { schema: { hide: true }, preHandler: signedOnly }, async (request, reply) => {
     const account = await pageAccount(ctx, request);
-    const table = queryField(request, 'table') ?? '';
+    const table = field(request.query, 'table') ?? '';
     if (!isReviewTable(table))
       throw new ApiError('invalid_request', `“table” must be one of ${REVIEW_TABLES.join(', ')}.`);
     const parsed = periodOf(request, ctx.now());
