@@ -39,7 +39,7 @@ function frame(id: string, width: number, height: number, title: string, desc: s
   const d = escapeXml(`${id}-desc`);
   return (
     `<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 ${width} ${height}" width="${width}" ` +
-    `height="${height}" role="img" aria-labelledby="${t} ${d}" font-family="system-ui, sans-serif" font-size="12">` +
+    `height="${height}" role="img" aria-labelledby="${t} ${d}" font-family="system-ui, sans-serif" font-size="16">` +
     `<title id="${t}">${escapeXml(title)}</title><desc id="${d}">${escapeXml(desc)}</desc>${body}</svg>`
   );
 }
@@ -58,7 +58,7 @@ export interface DailyRatePoint {
 export function dailyRateChart(points: readonly DailyRatePoint[], id = 'chart-daily-rate'): string {
   const width = 720;
   const height = 240;
-  const left = 48;
+  const left = 52;
   const right = 8;
   const top = 12;
   const bottom = 30;
@@ -85,9 +85,14 @@ export function dailyRateChart(points: readonly DailyRatePoint[], id = 'chart-da
           `<title>${escapeXml(tip)}</title></rect>`,
       );
     }
-    if (i % labelEvery === 0 || i === points.length - 1) {
+    // Every `labelEvery`-th day and the last, leaving out the regular one that would crowd the last.
+    const last = i === points.length - 1;
+    if (last || (i % labelEvery === 0 && points.length - 1 - i >= labelEvery / 2)) {
+      // The last label ends at the plot's edge rather than running past it.
+      const x = last && points.length > 1 ? width - right : left + band * i + band / 2;
+      const anchor = last && points.length > 1 ? 'end' : 'middle';
       parts.push(
-        `<text x="${n2(left + band * i + band / 2)}" y="${height - bottom + 16}" text-anchor="middle" ` +
+        `<text x="${n2(x)}" y="${height - bottom + 18}" text-anchor="${anchor}" ` +
           `fill="${MUTED}">${escapeXml(p.day.slice(5))}</text>`,
       );
     }
@@ -124,8 +129,8 @@ export function finalStatesChart(
   const width = 720;
   const row = 30;
   const top = 8;
-  const labelW = 90;
-  const valueW = 110;
+  const labelW = 100;
+  const valueW = 130;
   const height = top * 2 + row * Math.max(1, states.length);
   const total = states.reduce((sum, s) => sum + s.n, 0);
   const max = Math.max(1, ...states.map((s) => s.n));
