@@ -200,6 +200,24 @@ describe.each(engines())('$name console: Review', (engine) => {
     expect(empty.text).toContain('Nothing was sent in this period for this campaign.');
   });
 
+  it('counts a receipt the moment it is stored: the recipient moves from no receipt to its state', async () => {
+    const { h } = served();
+    const { a } = await seed(h);
+    const browser = await signedIn(a);
+    const before = await browser.get('/console/review?campaign=autumn');
+    expect(tableRows(before, 'status').find((r) => r[0] === 'no receipt yet')?.[1]).toBe('1');
+    expect(figure(before, 'delivered')).toBe('1');
+    const applied = await h.receipts(a.id, [
+      { messageId: 'm-5', drStatuscode: 'delivered', drErrcode: '0', drTime: after(sentAt(0), 30_000) },
+    ]);
+    expect(applied.statusCode, applied.body).toBe(200);
+    const now = await browser.get('/console/review?campaign=autumn');
+    expect(tableRows(now, 'status').find((r) => r[0] === 'no receipt yet')?.[1]).toBe('0');
+    expect(figure(now, 'delivered')).toBe('2');
+    expect(figure(now, 'rate')).toBe('100.0 %');
+    expect(figure(now, 'finals')).toBe('2');
+  });
+
   it('says what is wrong with a bad period or campaign, on the page, with 400', async () => {
     const { a } = await seed(served().h);
     const browser = await signedIn(a);
