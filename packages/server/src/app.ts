@@ -9,6 +9,7 @@ import { requireAdminToken } from './auth/admin-token.js';
 import type { Limits } from './auth/limits.js';
 import { MemoryLimits } from './auth/memory-limits.js';
 import type { Config } from './config.js';
+import { registerConsole } from './console/plugin.js';
 import type { AppContext } from './context.js';
 import { registerAccessLog } from './http/access-log.js';
 import { ACCOUNT_SCHEMAS } from './http/accounts.js';
@@ -257,6 +258,9 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       { prefix: '/admin/v1' },
     );
   }
+
+  // The pages for people (CONTRACT §13); not part of the API document.
+  await registerConsole(app, ctx);
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   methodNotAllowed(app, '/openapi.json', ['GET']);

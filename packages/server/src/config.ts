@@ -94,6 +94,8 @@ export interface Config {
    * @default [] (no cross-origin access)
    */
   corsOrigins: readonly string[];
+  /** A console session ends after this many hours without a request (CONTRACT §13). @default 8 */
+  consoleSessionHours: number;
 }
 
 /** A configuration value that cannot be used; the message names the variable. */
@@ -138,6 +140,7 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   callbackRelay: 'WAYBILL_CALLBACK_RELAY',
   callbackSecretGraceSeconds: 'WAYBILL_CALLBACK_SECRET_GRACE_SECONDS',
   corsOrigins: 'WAYBILL_CORS_ORIGINS',
+  consoleSessionHours: 'WAYBILL_CONSOLE_SESSION_HOURS',
 };
 
 /** Raw string values by variable name: the environment, with CLI flags already laid over it. */
@@ -203,6 +206,10 @@ export function loadConfig(source: Source): Readonly<Config> {
   const pepper = read('pepper') ?? null;
   if (pepper !== null && pepper.length < 16)
     throw new ConfigError('WAYBILL_PEPPER must be at least 16 characters');
+  // Fractions allowed (0.5 is half an hour); zero would end every session at once, over a year nobody watches it.
+  const consoleSessionHours = number('consoleSessionHours', 8);
+  if (consoleSessionHours <= 0 || consoleSessionHours > 8760)
+    throw new ConfigError('WAYBILL_CONSOLE_SESSION_HOURS must be more than 0 and at most 8760');
   const config: Config = {
     databaseUrl,
     databaseReadUrl: parseReadUrls(read('databaseReadUrl'), databaseUrl),
@@ -240,6 +247,7 @@ export function loadConfig(source: Source): Readonly<Config> {
     callbackRelay: flag('callbackRelay', true),
     callbackSecretGraceSeconds: int('callbackSecretGraceSeconds', 86_400, 0, 31_536_000),
     corsOrigins: parseOrigins(read('corsOrigins')),
+    consoleSessionHours,
   };
   return Object.freeze(config);
 }

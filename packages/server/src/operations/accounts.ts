@@ -1,8 +1,9 @@
+import type { AppContext } from '../context.js';
 import { generateCallbackSecret, generateCredential, hashSecret } from '../domain/credentials.js';
 import { newId } from '../domain/ids.js';
-import type { Account } from '../domain/records.js';
+import type { Account, AccountPatch } from '../domain/records.js';
 import { isSealed, sealSecret } from '../domain/secret-box.js';
-import { type AccountStore, DuplicateKeyError } from '../store/store.js';
+import { type AccountStore, DuplicateKeyError, type SessionStore } from '../store/store.js';
 
 export interface AccountInput {
   name: string;
@@ -56,15 +57,51 @@ export async function createAccount(
   }
 }
 
-/** Gives the account a new secret; returns it with the account, or null for an unknown account. */
+/**
+ * Gives the account a new secret and ends its console sessions (CONTRACT §13: a session signed in with the old
+ * secret must not outlive it); returns the new secret with the account, or null for an unknown account.
+ */
 export async function rotateSecret(
-  store: AccountStore,
+  store: AccountStore & SessionStore,
   pepper: Buffer,
   id: string,
 ): Promise<{ account: Account; secret: string } | null> {
   const secret = generateCredential();
   const account = await store.setSecretHash(id, hashSecret(pepper, secret));
-  return account ? { account, secret } : null;
+  if (!account) return null;
+  await store.deleteAccountSessions(id);
+  return { account, secret };
+}
+
+type ServingContext = Pick<AppContext, 'store' | 'pepper' | 'accounts' | 'limits'>;
+
+/**
+ * The secret rotation of a serving process (the operator API and the console): the account cache forgets the
+ * old secret, and any lockout of the key is cleared. Null for an unknown account.
+ */
+export async function rotateServedSecret(
+  ctx: ServingContext,
+  account: Pick<Account, 'id' | 'key'>,
+): Promise<{ account: Account; secret: string } | null> {
+  const rotated = await ctx.accounts.writing(account.key, () =>
+    rotateSecret(ctx.store, ctx.pepper, account.id),
+  );
+  if (rotated) await ctx.limits.clear(account.id);
+  return rotated;
+}
+
+/**
+ * The account deletion of a serving process (the operator API and the console): everything of the account
+ * goes, its console sessions with it (they reference the account), the cache forgets its key and its lockout
+ * counters are dropped. False for an unknown account.
+ */
+export async function deleteServedAccount(
+  ctx: ServingContext,
+  account: Pick<Account, 'id' | 'key'>,
+): Promise<boolean> {
+  const deleted = await ctx.accounts.writing(account.key, () => ctx.store.deleteAccount(account.id));
+  if (deleted) await ctx.limits.clear(account.id);
+  return deleted;
 }
 
 /**
@@ -90,4 +127,16 @@ export async function rotateCallbackSecret(
  */
 export function sealLegacyCallbackSecrets(store: AccountStore, pepper: Buffer): Promise<number> {
   return store.sealCallbackSecrets((clear) => (isSealed(clear) ? clear : sealSecret(pepper, clear)));
+}
+
+/**
+ * The account change of a serving process (the operator API and the console), made while the account cache
+ * holds no copy of the key. Null for an unknown account.
+ */
+export async function updateServedAccount(
+  ctx: ServingContext,
+  account: Pick<Account, 'id' | 'key'>,
+  patch: AccountPatch,
+): Promise<Account | null> {
+  return ctx.accounts.writing(account.key, () => ctx.store.updateAccount(account.id, patch));
 }

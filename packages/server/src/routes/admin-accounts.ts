@@ -16,7 +16,13 @@ import {
 } from '../http/accounts.js';
 import { methodNotAllowed } from '../http/protocol.js';
 import { adminProblems, BODY_STATUSES, headers, ref, response, SECURITY } from '../http/schemas.js';
-import { createAccount, rotateSecret } from '../operations/accounts.js';
+import {
+  createAccount,
+  deleteServedAccount,
+  rotateServedSecret,
+  updateServedAccount,
+} from '../operations/accounts.js';
+
 /** `/admin/v1/accounts…` — create, read, change, delete, rotate the secret (CONTRACT §5). */
 export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const tags = ['operator'];
@@ -89,7 +95,7 @@ export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext):
       for (const [field, value] of Object.entries(body)) {
         if (value !== undefined) (patch as Record<string, unknown>)[field] = value;
       }
-      const updated = await ctx.accounts.writing(key, () => ctx.store.updateAccount(id, patch));
+      const updated = await updateServedAccount(ctx, { id, key }, patch);
       if (!updated) throw new ApiError('not_found', `no account ${id}`);
       return accountWire(updated);
     },
@@ -111,10 +117,9 @@ export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext):
       },
     },
     async (request, reply) => {
-      const { id, key } = await accountOr404(ctx, (request.params as { id: string }).id);
-      const deleted = await ctx.accounts.writing(key, () => ctx.store.deleteAccount(id));
-      if (!deleted) throw new ApiError('not_found', `no account ${id}`);
-      await ctx.limits.clear(id);
+      const account = await accountOr404(ctx, (request.params as { id: string }).id);
+      if (!(await deleteServedAccount(ctx, account)))
+        throw new ApiError('not_found', `no account ${account.id}`);
       return reply.code(204).send();
     },
   );
@@ -136,10 +141,9 @@ export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext):
       },
     },
     async (request) => {
-      const { id, key } = await accountOr404(ctx, (request.params as { id: string }).id);
-      const rotated = await ctx.accounts.writing(key, () => rotateSecret(ctx.store, ctx.pepper, id));
-      if (!rotated) throw new ApiError('not_found', `no account ${id}`);
-      await ctx.limits.clear(id);
+      const account = await accountOr404(ctx, (request.params as { id: string }).id);
+      const rotated = await rotateServedSecret(ctx, account);
+      if (!rotated) throw new ApiError('not_found', `no account ${account.id}`);
       return { ...accountWire(rotated.account), secret: rotated.secret };
     },
   );

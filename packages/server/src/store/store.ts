@@ -182,6 +182,33 @@ export interface LeaseStore {
   getBindLease(route: string): Promise<BindLease | null>;
 }
 
+/** A console session (CONTRACT §13) as stored: never its token, only the token's SHA-256. */
+export interface ConsoleSession {
+  tokenHash: Buffer;
+  /** The account signed in; null for the operator. */
+  accountId: string | null;
+  createdAt: Date;
+  /** Pushed forward by every request that uses the session (sliding expiry). */
+  expiresAt: Date;
+}
+
+/**
+ * Console sessions. An account's sessions go with it when it is deleted (the table references the account,
+ * ON DELETE CASCADE, on both engines), and a secret rotation ends them through {@link deleteAccountSessions}.
+ */
+export interface SessionStore {
+  /** Stores a new session, and drops the sessions that expired before `now`. */
+  createSession(session: ConsoleSession, now: Date): Promise<void>;
+  /** The session whose token has this digest, unless it expired at or before `now`. */
+  findSession(tokenHash: Buffer, now: Date): Promise<ConsoleSession | null>;
+  /** Moves an unexpired session's expiry to `expiresAt` and returns it; null when it is gone or expired. */
+  touchSession(tokenHash: Buffer, now: Date, expiresAt: Date): Promise<ConsoleSession | null>;
+  /** Ends one session (sign-out). */
+  deleteSession(tokenHash: Buffer): Promise<void>;
+  /** Ends every session of the account (its secret rotated); returns how many there were. */
+  deleteAccountSessions(accountId: string): Promise<number>;
+}
+
 /** An unreadable receipt as it arrived: its text and, from SMPP, the PDU in hex. */
 export interface GarbledIntake {
   at: Date;
@@ -206,6 +233,12 @@ export interface AccountLookup {
 
 /** Accounts: the lookups, and what the operator API, the CLI and start-up change. */
 export interface AccountStore extends AccountLookup {
+  /**
+   * The operator's account search (the console): accounts whose name contains `text` (case-insensitively,
+   * ASCII), or whose key or id is `text`; every account when `text` is null. By name, at most `limit`. It reads
+   * the whole accounts table: accounts are few, and only the operator searches them.
+   */
+  searchAccounts(text: string | null, limit: number): Promise<Account[]>;
   /** True once any account exists (a fresh database gets the demo data). */
   hasAccounts(): Promise<boolean>;
   /** Inserts an account; throws {@link DuplicateKeyError} when its key is taken (the caller draws another). */
@@ -332,6 +365,10 @@ export interface OutboxStore {
   /** The account's deliveries, newest first. */
   listDeliveries(accountId: string, query: DeliveryListQuery): Promise<Delivery[]>;
   getDelivery(accountId: string, id: string): Promise<DeliveryDetail | null>;
+  /** Every receipt event of one message id (all its recipients), oldest first: the console's timeline. */
+  listMessageEvents(accountId: string, messageId: string): Promise<ReceiptEvent[]>;
+  /** Every delivery of one message id (all its recipients) with its attempts, oldest first. */
+  listMessageDeliveries(accountId: string, messageId: string): Promise<DeliveryDetail[]>;
   /**
    * Makes a delivery pending again with a fresh schedule (due at `now`). `superseded` when it is superseded,
    * or when a newer event of its recipient exists (sending it would take the receiver back in time).
@@ -426,7 +463,8 @@ export interface Store
     OutboxStore,
     MaintenanceStore,
     IntakeRouteStore,
-    LeaseStore {
+    LeaseStore,
+    SessionStore {
   /** The read replicas (PostgreSQL with DATABASE_READ_URL); absent when every read goes to one database. */
   readonly readReplicas?: ReadReplicas;
 }

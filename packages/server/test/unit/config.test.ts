@@ -40,6 +40,7 @@ describe('loadConfig', () => {
       callbackRelay: true,
       callbackSecretGraceSeconds: 86_400,
       corsOrigins: [],
+      consoleSessionHours: 8,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -74,8 +75,10 @@ describe('loadConfig', () => {
       WAYBILL_CALLBACK_RELAY: 'off',
       WAYBILL_CALLBACK_SECRET_GRACE_SECONDS: '0',
       WAYBILL_CORS_ORIGINS: 'https://app.example, http://localhost:5173,https://app.example',
+      WAYBILL_CONSOLE_SESSION_HOURS: '0.5',
     });
     expect(config).toMatchObject({
+      consoleSessionHours: 0.5,
       receiptParkSeconds: 60,
       accountCacheMs: 0,
       callbackTimeoutMs: 2500,
@@ -132,6 +135,9 @@ describe('loadConfig', () => {
     ['WAYBILL_TRUST_PROXY', '10.0.0.0/33'],
     ['WAYBILL_TRUST_PROXY', '10.0.0.1,nonsense'],
     ['WAYBILL_TRUST_PROXY', '-1'],
+    ['WAYBILL_CONSOLE_SESSION_HOURS', '0'],
+    ['WAYBILL_CONSOLE_SESSION_HOURS', '8761'],
+    ['WAYBILL_CONSOLE_SESSION_HOURS', 'all day'],
     ['WAYBILL_CORS_ORIGINS', '*'],
     ['WAYBILL_CORS_ORIGINS', 'app.example'],
     ['WAYBILL_CORS_ORIGINS', 'https://app.example/'],

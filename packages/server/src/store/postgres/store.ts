@@ -16,6 +16,7 @@ import { prune } from './prune.js';
 import { queries, type ReadRouter } from './queries.js';
 import { ReadRouting } from './read-routing.js';
 import { readReview } from './rollup.js';
+import { sessionCalls } from './sessions.js';
 
 export interface PostgresStoreOptions extends ConnectionMode {
   /** The primary: every write, and every read not listed under `readUrl`. */
@@ -146,6 +147,7 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
     ...pepperFingerprintCalls(primary),
     ...intakeRouteCalls(primary),
     ...leaseCalls(primary),
+    ...sessionCalls(primary),
 
     ...accounts(primary),
     ingestMessages: writing((accountId) => accountId, ingest),
@@ -195,6 +197,14 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
     async getDelivery(accountId, id) {
       if (!isUuid(accountId)) return null;
       return outbox.getDelivery(primary, accountId, id);
+    },
+    async listMessageEvents(accountId, messageId) {
+      if (!isUuid(accountId)) return [];
+      return outbox.listMessageEvents(primary, accountId, messageId);
+    },
+    async listMessageDeliveries(accountId, messageId) {
+      if (!isUuid(accountId)) return [];
+      return outbox.listMessageDeliveries(primary, accountId, messageId);
     },
     async redeliver(accountId, id, now) {
       if (!isUuid(accountId)) return null;

@@ -315,6 +315,24 @@ export const MIGRATIONS: readonly Migration[] = [
       ${SQLITE_ROLLUP_BACKFILL};
     `,
   },
+  {
+    version: 8,
+    name: 'console sessions and the timeline index',
+    sql: `
+      -- Console sessions (CONTRACT §13): the SHA-256 of the cookie's token, never the token. account_id is
+      -- NULL for the operator; an account's sessions go with the account. Times are epoch ms.
+      CREATE TABLE console_sessions (
+        token_hash BLOB NOT NULL PRIMARY KEY,
+        account_id TEXT REFERENCES accounts (id) ON DELETE CASCADE,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      ) WITHOUT ROWID, STRICT;
+      CREATE INDEX console_sessions_account ON console_sessions (account_id);
+      CREATE INDEX console_sessions_expiry ON console_sessions (expires_at);
+      -- The console's receipt timeline of one message id (its deliveries have deliveries_recipient).
+      CREATE INDEX receipt_events_message ON receipt_events (account_id, message_id, seq);
+    `,
+  },
 ];
 
 /**

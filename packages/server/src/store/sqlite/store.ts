@@ -19,6 +19,7 @@ import { type PruneStatements, preparePrune, prune } from './prune.js';
 import { prepareQueries, type QueryStatements, queries } from './queries.js';
 import { prepareRecords, type RecordStatements } from './records.js';
 import { prepareRollup, type RollupStatements, readReview } from './rollup.js';
+import { sessionCalls } from './sessions.js';
 
 export interface SqliteStoreOptions {
   /** A file path (its directory is created when missing), or `:memory:`. */
@@ -129,6 +130,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     ...pepperFingerprintCalls(db),
     ...intakeRouteCalls(db),
     ...leaseCalls(db),
+    ...sessionCalls(db),
 
     ...accounts(db, sql.accounts),
     ingestMessages: messageIngest(db, sql),
@@ -162,6 +164,12 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     },
     async getDelivery(accountId, id) {
       return outbox.getDelivery(sql.outbox, accountId, id);
+    },
+    async listMessageEvents(accountId, messageId) {
+      return outbox.listMessageEvents(sql.outbox, accountId, messageId);
+    },
+    async listMessageDeliveries(accountId, messageId) {
+      return outbox.listMessageDeliveries(sql.outbox, accountId, messageId);
     },
     async redeliver(accountId, id, now) {
       return redeliver.immediate(accountId, id, now);
