@@ -342,15 +342,15 @@ export class SmppBind {
       while (this.queue.length > 0) {
         const group = this.queue.splice(0, MAX_BATCH);
         const statuses = await this.commit(group);
-        for (const [i, item] of group.entries()) {
-          link.respond(
+        link.respondAll(
+          group.map((item, i) =>
             encodeResponse(
               item.header.commandId,
               item.header.sequence,
               statuses[i] ?? STATUS.ESME_RX_T_APPNACK,
             ),
-          );
-        }
+          ),
+        );
         if (this.queue.length < HIGH_WATER / 2) link.resume();
       }
     } catch (error) {
