@@ -457,17 +457,28 @@ if (intakePaths.length > 0) {
   for (const path of intakePaths) {
     const rps = of(path, 'receiptsPerSecond');
     // The ratio of the round, then its median: both paths of one round saw the same machine.
-    const ratio = median(got.map((r) => r[path].receiptsPerSecond / r.api.receiptsPerSecond));
+    const ratios = got.map((r) => r[path].receiptsPerSecond / r.api.receiptsPerSecond);
+    const ratio = median(ratios);
     const how = path === 'smpp' ? `window ${window}` : `${connections} connections`;
     rows.push({
       scenario: `intake-${path}`,
       title: path === 'smpp' ? `one SMPP bind, ${how}` : `Kannel dlr-url fetches, ${how}`,
-      intake: { rps, p50Ms: of(path, 'p50Ms'), p99Ms: of(path, 'p99Ms'), rounds: rounds(path), ratio },
+      intake: {
+        rps,
+        p50Ms: of(path, 'p50Ms'),
+        p99Ms: of(path, 'p99Ms'),
+        cpuMsPer1000: of(path, 'cpuMsPer1000'),
+        rounds: rounds(path),
+        ratio,
+        ratios,
+      },
+      api: { rps: api, rounds: rounds('api'), cpuMsPer1000: of('api', 'cpuMsPer1000') },
     });
     console.log(
       `${`intake-${path}`.padEnd(16)} ${fmt(rps).padStart(7)} receipts/s  ack p50 ${fmt(of(path, 'p50Ms'), 2)} ` +
         `p99 ${fmt(of(path, 'p99Ms'), 2)} ms  ${how}  ${cost(path)}  rounds ${rounds(path).join(', ')} | ` +
-        `API receipts ${fmt(api)}/s (rounds ${rounds('api').join(', ')}): ratio ${fmt(ratio, 2)}`,
+        `API receipts ${fmt(api)}/s (rounds ${rounds('api').join(', ')}): ratio ${fmt(ratio, 2)} ` +
+        `(rounds ${ratios.map((x) => fmt(x, 2)).join(', ')})`,
     );
   }
   console.log(
