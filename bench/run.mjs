@@ -6,6 +6,7 @@
 //   npm run bench -- dlr mode1 --database-url postgres://postgres@127.0.0.1:5432/waybill_bench
 //   npm run bench -- --quick               every scenario, small and short: CI's check that they all still run
 //   npm run bench -- dlr ingest --baseline-dist /tmp/old/packages/server/dist    two builds, alternately
+//   npm run bench -- intake-smpp intake-kannel --smpp-window 100      receipts from an SMSC and from Kannel
 //
 // The dataset is generated once (bench/lib/datagen.mjs; bench/datagen.mjs by hand) and kept in bench/.data/.
 // The built server runs as its own process in its production configuration (`waybill serve`, access log on;
@@ -15,7 +16,9 @@
 // On SQLite the /dlr scenarios also measure the lean reference (bench/lib/lean.mjs: /dlr on node:http and
 // better-sqlite3 alone) in the same rounds, and print Waybill's ratio to it beside the ratio to the ceiling.
 // Server CPU per request comes from /proc. The ingest scenario (bench/lib/ingest.mjs) runs each build on its own
-// fresh copy of the dataset, alternately, and reports records/s and server CPU per 1,000 records.
+// fresh copy of the dataset, alternately, and reports records/s and server CPU per 1,000 records. The intake
+// scenarios (bench/lib/intake.mjs) push receipts through one SMPP bind and the Kannel adapter, each round on a
+// fresh copy, beside the operator API's receipts measured on the same server in the same round.
 // docs/benchmarks.md explains the figures and records them.
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -24,13 +27,22 @@ import { runCallbacks } from './lib/callbacks.mjs';
 import { commandLine } from './lib/cli.mjs';
 import { postgresCpuMs } from './lib/cpu.mjs';
 import { copyDatabase, dropDatabase, runIngest } from './lib/ingest.mjs';
+import { runIntake } from './lib/intake.mjs';
 import { dataDir, manifestPathFor, serverDist } from './lib/paths.mjs';
 import { startCeiling, startLean, startLoader, startWaybill } from './lib/processes.mjs';
 import { READ_SCENARIOS, rawGet, runReview, sampleBody } from './lib/scenarios.mjs';
 
 /** The scenarios the lean reference (bench/lib/lean.mjs) is measured in as well: valid /dlr requests. */
 const LEAN_SCENARIOS = new Set(['dlr', 'dlr-missing']);
-const ALL = [...Object.keys(READ_SCENARIOS), 'workers', 'review', 'ingest', 'callbacks'];
+const ALL = [
+  ...Object.keys(READ_SCENARIOS),
+  'workers',
+  'review',
+  'ingest',
+  'intake-smpp',
+  'intake-kannel',
+  'callbacks',
+];
 
 const { values: opts, positionals } = commandLine(
   import.meta.url,
@@ -47,6 +59,9 @@ const { values: opts, positionals } = commandLine(
     'baseline-dist': null,
     'access-log': 'on',
     'ingest-records': null,
+    'intake-receipts': null,
+    'smpp-window': '100',
+    'kannel-connections': '64',
     'cpu-prof': null,
     'sqlite-cache-mb': null,
     json: null,
@@ -67,6 +82,7 @@ const ROUNDS = Number(opts.rounds ?? (QUICK ? 1 : 3));
 const CONNECTIONS = Number(opts.connections);
 const WORKERS = Number(opts.workers);
 const INGEST_RECORDS = Number(opts['ingest-records'] ?? (QUICK ? 2_000 : 100_000));
+const INTAKE_RECEIPTS = Number(opts['intake-receipts'] ?? (QUICK ? 1_000 : 30_000));
 const dist = resolve(opts['server-dist']);
 const baselineDist = opts['baseline-dist'] ? resolve(opts['baseline-dist']) : null;
 const accessLog = opts['access-log'] !== 'off';
@@ -408,6 +424,100 @@ if (scenarios.includes('ingest')) {
       for (const r of failed)
         errors.push(
           `ingest ${kind} (${label}): ${r[kind].failures} failed batches, first ${r[kind].firstFailure}`,
+        );
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Receipt intake: one SMPP bind and the Kannel adapter, each beside the operator API's receipts in the same
+// round, on a fresh copy of the dataset per round.
+const intakePaths = ['smpp', 'kannel'].filter((p) => scenarios.includes(`intake-${p}`));
+if (intakePaths.length > 0) {
+  const window = Number(opts['smpp-window']);
+  const connections = Number(opts['kannel-connections']);
+  const got = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    // The API first in odd rounds, last in even ones: a machine that gets busier over a round favours neither.
+    const paths = round % 2 === 0 ? ['api', ...intakePaths] : [...intakePaths, 'api'];
+    const copy = await copyDatabase(manifest.databaseUrl, 'intake');
+    try {
+      const server = await startWaybill({
+        databaseUrl: copy,
+        pepper: manifest.pepper,
+        dist,
+        accessLog,
+        cpus: '0',
+        label: 'waybill-intake',
+        cpuProf: opts['cpu-prof'] ? resolve(opts['cpu-prof']) : undefined,
+        env: { ...serverEnv, WAYBILL_CALLBACK_RELAY: 'off' },
+      });
+      try {
+        got.push(
+          await runIntake({
+            server,
+            databaseUrl: copy,
+            paths,
+            n: INTAKE_RECEIPTS,
+            warmup: Math.min(1_000, Math.ceil(INTAKE_RECEIPTS / 10)),
+            window,
+            connections,
+            seed: 7 + round,
+          }),
+        );
+      } finally {
+        await server.stop();
+      }
+    } finally {
+      await dropDatabase(copy);
+    }
+  }
+  const of = (path, key) => median(got.map((r) => r[path][key]));
+  const rounds = (path) => got.map((r) => Math.round(r[path].receiptsPerSecond));
+  const cost = (path) =>
+    `${fmt(of(path, 'cpuMsPer1000'), 1)} ms CPU per 1,000` +
+    (engine === 'PostgreSQL' ? ` (PostgreSQL ${fmt(of(path, 'dbCpuMsPer1000'), 1)})` : '');
+  const api = of('api', 'receiptsPerSecond');
+  for (const path of intakePaths) {
+    const rps = of(path, 'receiptsPerSecond');
+    // The ratio of the round, then its median: both paths of one round saw the same machine.
+    const ratios = got.map((r) => r[path].receiptsPerSecond / r.api.receiptsPerSecond);
+    const ratio = median(ratios);
+    const how = path === 'smpp' ? `window ${window}` : `${connections} connections`;
+    rows.push({
+      scenario: `intake-${path}`,
+      title: path === 'smpp' ? `one SMPP bind, ${how}` : `Kannel dlr-url fetches, ${how}`,
+      intake: {
+        rps,
+        p50Ms: of(path, 'p50Ms'),
+        p99Ms: of(path, 'p99Ms'),
+        cpuMsPer1000: of(path, 'cpuMsPer1000'),
+        rounds: rounds(path),
+        ratio,
+        ratios,
+      },
+      api: { rps: api, rounds: rounds('api'), cpuMsPer1000: of('api', 'cpuMsPer1000') },
+    });
+    console.log(
+      `${`intake-${path}`.padEnd(16)} ${fmt(rps).padStart(7)} receipts/s  ack p50 ${fmt(of(path, 'p50Ms'), 2)} ` +
+        `p99 ${fmt(of(path, 'p99Ms'), 2)} ms  ${how}  ${cost(path)}  rounds ${rounds(path).join(', ')} | ` +
+        `API receipts ${fmt(api)}/s (rounds ${rounds('api').join(', ')}): ratio ${fmt(ratio, 2)} ` +
+        `(rounds ${ratios.map((x) => fmt(x, 2)).join(', ')})`,
+    );
+  }
+  console.log(
+    `${'intake-api'.padEnd(16)} ${fmt(api).padStart(7)} receipts/s  batch p50 ${fmt(of('api', 'p50Ms'))} ` +
+      `p99 ${fmt(of('api', 'p99Ms'))} ms  batches of 1,000, 2 in flight  ${cost('api')}`,
+  );
+  for (const [round, r] of got.entries()) {
+    for (const [path, x] of Object.entries(r)) {
+      if (x.failures.length > 0)
+        errors.push(
+          `intake ${path}, round ${round + 1}: ${x.failures.length} not acknowledged, first ${x.failures[0]}`,
+        );
+      if (x.missing > 0)
+        errors.push(
+          `intake ${path}, round ${round + 1}: ${x.missing} acknowledged receipts missing from the feed`,
         );
     }
   }

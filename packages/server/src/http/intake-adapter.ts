@@ -10,9 +10,9 @@ import {
   type RouteKind,
 } from '../domain/intake/route.js';
 import type { Translation } from '../domain/intake/translate.js';
-import { applyCarrierReceipt } from '../operations/intake-receipt.js';
 import { StoreUnavailableError } from '../store/store.js';
 import { checkReceiptItem } from './ingest-items.js';
+import type { IntakeGroups } from './intake-groups.js';
 import { sendApiError } from './problem.js';
 
 /**
@@ -161,10 +161,12 @@ function garbledText(params: Record<string, string>): string {
  * (`account`, `messageid`, `to`) when any of those parameters is given; otherwise by the carrier id the route
  * gave it (`carrierParam`: Kannel's `carrierId`, Jasmin's `id`; CONTRACT §12 "Correlation"). An unreadable
  * receipt is counted `garbled` and refused (400) with the reason; a recipient of an account the route may not
- * touch is refused (403) with nothing written.
+ * touch is refused (403) with nothing written. Receipts are committed through `groups` (http/intake-groups.ts):
+ * with those of other requests arriving together, and answered once committed.
  */
 export async function applyIntakeReceipt(
   ctx: AppContext,
+  groups: IntakeGroups,
   route: IntakeRouteRecord,
   translated: Translation,
   params: Record<string, string>,
@@ -198,7 +200,7 @@ export async function applyIntakeReceipt(
     if (carrierId === null || carrierId !== given.trim()) {
       throw new IntakeRefusal(400, `the parameter ${carrierParam} must be 1-64 printable ASCII characters`);
     }
-    const outcome = await applyCarrierReceipt(ctx, route, { ...translated, carrierId });
+    const outcome = await groups.byCarrier(route, { ...translated, carrierId });
     if (outcome === 'forbidden') {
       throw new IntakeRefusal(
         403,
@@ -229,17 +231,10 @@ export async function applyIntakeReceipt(
     now,
   );
   if (!checked.ok) throw new IntakeRefusal(400, paramNames(checked.detail));
-  const outcome = await ctx.store.ingestReceipts(accountId, [checked.value], now);
-  if (!outcome.ok) {
-    throw new IntakeRefusal(400, outcome.errors.map((e) => e.detail).join('; '));
-  }
-  if (outcome.value.applied > 0) {
-    ctx.metrics.receiptEvents.inc(outcome.value.applied);
-    ctx.deliveriesQueued();
-  }
-  const result = outcome.value.unknown.length > 0 ? 'parked' : 'matched';
-  ctx.metrics.countIntake(route.name, result);
-  return result;
+  const outcome = await groups.direct(accountId, checked.value, now);
+  if (!outcome.ok) throw new IntakeRefusal(400, outcome.detail);
+  ctx.metrics.countIntake(route.name, outcome.result);
+  return outcome.result;
 }
 
 /** The item check names the operator API's fields; a gateway knows them by its parameters. */

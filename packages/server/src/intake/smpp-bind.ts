@@ -342,23 +342,25 @@ export class SmppBind {
       while (this.queue.length > 0) {
         const group = this.queue.splice(0, MAX_BATCH);
         const { statuses, unavailable } = await this.commit(group);
-        for (const [i, item] of group.entries()) {
-          link.respond(
+        link.respondAll(
+          group.map((item, i) =>
             encodeResponse(
               item.header.commandId,
               item.header.sequence,
               statuses[i] ?? STATUS.ESME_RX_T_APPNACK,
             ),
-          );
-        }
+          ),
+        );
         if (unavailable) {
           // The database has just stayed out for a whole deadline: what arrived meanwhile is answered "retry
           // later" now, rather than after a second deadline of its own (it would wait up to twice as long).
-          for (const item of this.queue.splice(0)) {
-            link.respond(
-              encodeResponse(item.header.commandId, item.header.sequence, STATUS.ESME_RX_T_APPNACK),
-            );
-          }
+          link.respondAll(
+            this.queue
+              .splice(0)
+              .map((item) =>
+                encodeResponse(item.header.commandId, item.header.sequence, STATUS.ESME_RX_T_APPNACK),
+              ),
+          );
         }
         if (this.queue.length < HIGH_WATER / 2) link.resume();
       }

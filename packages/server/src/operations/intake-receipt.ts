@@ -9,26 +9,13 @@ export type CarrierReceiptOutcome = 'matched' | 'parked' | 'forbidden';
 type ReceiptContext = Pick<AppContext, 'store' | 'metrics' | 'now' | 'deliveriesQueued'>;
 
 /**
- * Applies one translated receipt from a route by its carrier id (CONTRACT §12 "Correlation"), the one way every
- * intake source does it: matched by `(route, carrier id)` and applied under the precedence of every receipt,
- * parked while no recipient holds the pair (applied when a message ingest claims it), or `forbidden` — nothing
- * written — when the pair's recipient belongs to an account outside the route's `accounts`. Bumps the
- * receipt-event metric and wakes the relay for an applied receipt, and counts `matched` or `parked` on the
- * route; the source answers `forbidden` its own way.
- */
-export async function applyCarrierReceipt(
-  ctx: ReceiptContext,
-  route: { name: string; accounts: readonly string[] },
-  receipt: CarrierNamedReceipt,
-): Promise<CarrierReceiptOutcome> {
-  const [outcome] = await applyCarrierReceipts(ctx, route, [receipt]);
-  if (outcome === undefined) throw new Error('the store gave no result for the carrier receipt');
-  return outcome;
-}
-
-/**
- * {@link applyCarrierReceipt} for many receipts of one route in one transaction (an SMPP bind's group commit):
- * all are committed or parked together, or the call throws and none is. The outcomes are in input order.
+ * Applies translated receipts of one route by their carrier ids (CONTRACT §12 "Correlation"), the one way every
+ * intake source does it, in one transaction (an SMPP bind's group, the HTTP adapters' group): each is matched by
+ * `(route, carrier id)` and applied under the precedence of every receipt, parked while no recipient holds the
+ * pair (applied when a message ingest claims it), or `forbidden` — nothing written — when the pair's recipient
+ * belongs to an account outside the route's `accounts`. All are committed or parked together, or the call throws
+ * and none is. Bumps the receipt-event metric and wakes the relay for applied receipts, and counts `matched` or
+ * `parked` on the route; the source answers `forbidden` its own way. The outcomes are in input order.
  */
 export async function applyCarrierReceipts(
   ctx: ReceiptContext,

@@ -12,6 +12,7 @@ import {
   registerIntakeErrors,
   routeOfToken,
 } from '../http/intake-adapter.js';
+import { intakeGroups } from '../http/intake-groups.js';
 import { PATTERNS } from '../http/patterns.js';
 import { methodNotAllowed } from '../http/protocol.js';
 import { headers, PROTOCOL_STATUSES, problemResponses } from '../http/schemas.js';
@@ -164,6 +165,7 @@ const ADAPTERS: Adapter[] = [
 export async function intakeRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   acceptForms(app);
   registerIntakeErrors(app);
+  const groups = intakeGroups(ctx);
   for (const adapter of ADAPTERS) {
     const handler = async (request: FastifyRequest) => {
       const params = readParams(request);
@@ -171,7 +173,7 @@ export async function intakeRoutes(app: FastifyInstance, ctx: AppContext): Promi
       // HEAD (which Fastify serves with the GET handler) tells whether the request would be taken, and writes nothing.
       if (request.method === 'HEAD') return adapter.answer;
       const translated = adapter.translate(params, ctx.now(), route);
-      await applyIntakeReceipt(ctx, route, translated, params, adapter.carrierParam);
+      await applyIntakeReceipt(ctx, groups, route, translated, params, adapter.carrierParam);
       return adapter.answer;
     };
     for (const method of ['GET', 'POST'] as const) {

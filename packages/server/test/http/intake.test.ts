@@ -212,6 +212,35 @@ describe.each(engines())('$name intake adapters', (engine) => {
     expect(metrics).toContain('waybill_intake_receipts_total{route="kannel-eu",outcome="parked"} 1');
   });
 
+  it('Kannel: requests arriving together are committed together, each answered with its own outcome', async () => {
+    const token = await createRoute({ name: 'k', kind: 'kannel' });
+    const recipients = Array.from({ length: 20 }, (_, i) => ({ id: `g-${i}`, to: `4477009002${10 + i}` }));
+    await h().ingest(
+      acct.id,
+      recipients.map((r) => ({ id: r.id, channel: 'SMS', channelUserId: r.to })),
+    );
+    const direct = (messageid: string, to: string, reply: string) =>
+      kannel({ token, account: acct.id, messageid, to, type: '1', reply });
+    const [first] = recipients;
+    if (first === undefined) throw new Error('no recipients');
+    const answers = await Promise.all([
+      ...recipients.map((r) => direct(r.id, r.to, `id:${r.id} stat:DELIVRD err:000`)),
+      // The same receipt twice in one group: applied once, then ignored under precedence; both matched.
+      direct(first.id, first.to, `id:${first.id} stat:DELIVRD err:000`),
+      // Not ingested yet: parked beside the others.
+      direct('g-later', BOB, 'id:y stat:EXPIRED err:000'),
+      // Unreadable (no type, no stat:): refused on its own, the others still committed.
+      kannel({ token, account: acct.id, messageid: 'g-1', to: first.to, reply: 'hello' }),
+    ]);
+    expect(answers.map((a) => a.statusCode)).toStrictEqual([...Array(22).fill(200), 400]);
+    for (const r of recipients) {
+      expect((await dlr(r.id))[0]).toMatchObject({ to: r.to, drStatuscode: 'delivered', drErrcode: '0' });
+    }
+    expect(await counts('k')).toStrictEqual({ matched: 21, parked: 1, garbled: 1, ignored: 0 });
+    await h().ingest(acct.id, [{ id: 'g-later', channel: 'SMS', channelUserId: BOB }]);
+    expect((await dlr('g-later'))[0]).toMatchObject({ drStatuscode: 'expired' });
+  });
+
   it('403, nothing written, for a carrier id held by an account outside the route’s accounts', async () => {
     const other = await h().createAccount({ name: 'Other' });
     const jasminToken = await createRoute({ name: 'j', kind: 'jasmin', accounts: [other.id] });

@@ -87,6 +87,23 @@ export function isRealWallClock(w: WallClock): boolean {
  * // 2026-07-01T10:00:00.000Z
  */
 export function zonedWallClockToInstant(wall: WallClock, timeZone: string): Date | null {
+  // Receipts arriving together carry the same few done dates (minutes, mostly), and each conversion costs three
+  // or four Intl.formatToParts calls — the largest share of an SMPP receipt's CPU before this memo (profiled in
+  // docs/benchmarks.md, "Receipt intake"). The answer depends on the inputs alone, so it is kept per input.
+  const key = `${timeZone} ${wall.year} ${wall.month} ${wall.day} ${wall.hour} ${wall.minute} ${wall.second}`;
+  const known = instants.get(key);
+  if (known !== undefined) return known === null ? null : new Date(known);
+  const instant = convert(wall, timeZone);
+  if (instants.size >= MAX_REMEMBERED) instants.clear();
+  instants.set(key, instant === null ? null : instant.getTime());
+  return instant;
+}
+
+/** Conversions remembered, by zone and wall clock: the instant (ms) or null. */
+const instants = new Map<string, number | null>();
+const MAX_REMEMBERED = 4096;
+
+function convert(wall: WallClock, timeZone: string): Date | null {
   if (!isRealWallClock(wall)) return null;
   const formatter = formatterFor(timeZone);
   if (!formatter) return null;
