@@ -497,19 +497,12 @@ export class Relay {
   }
 
   #headers(claim: ClaimedDelivery, now: number): Record<string, string> {
-    const timestamp = Math.floor(now / 1000);
-    return {
-      'content-type': 'application/json',
-      'user-agent': USER_AGENT,
-      'webhook-id': claim.id,
-      'webhook-timestamp': String(timestamp),
-      'webhook-signature': signWebhook(
-        signingSecrets(claim.secrets, now).map((sealed) => this.#open(sealed)),
-        claim.id,
-        timestamp,
-        claim.body,
-      ),
-    };
+    return callbackHeaders(
+      claim.id,
+      now,
+      claim.body,
+      signingSecrets(claim.secrets, now).map((sealed) => this.#open(sealed)),
+    );
   }
 
   #open(sealed: string): string {
@@ -535,4 +528,21 @@ function errorSummary(error: unknown): string {
   const code = (error as { code?: unknown }).code;
   const line = error.message.split('\n')[0]?.slice(0, 200) ?? '';
   return `${error.name}${typeof code === 'string' ? ` ${code}` : ''}: ${line}`;
+}
+
+/** The headers of every callback request, real or a test (CONTRACT §9): Standard Webhooks, signed. */
+export function callbackHeaders(
+  webhookId: string,
+  now: number,
+  body: string,
+  clearSecrets: readonly string[],
+): Record<string, string> {
+  const timestamp = Math.floor(now / 1000);
+  return {
+    'content-type': 'application/json',
+    'user-agent': USER_AGENT,
+    'webhook-id': webhookId,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': signWebhook(clearSecrets, webhookId, timestamp, body),
+  };
 }

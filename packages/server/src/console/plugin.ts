@@ -7,8 +7,13 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { AppContext } from '../context.js';
 import { ApiError } from '../domain/errors.js';
 import { StoreUnavailableError } from '../store/store.js';
+import { contactPages } from './contacts.js';
+import { deliveryPages } from './deliveries.js';
+import { messagePages } from './messages.js';
+import { operatorPages } from './operator.js';
 import { ASSETS_DIR, type ConsoleDeps, errorPage, page, VIEWS_DIR } from './render.js';
 import { ConsoleSessions, CSRF_FIELD, sameOrigin, sameString } from './session.js';
+import { settingsPages } from './settings.js';
 import { signInPages } from './sign-in.js';
 
 /** CONTRACT §13: no inline script or style, no framing, nothing from another origin. */
@@ -115,6 +120,11 @@ async function consoleScope(app: FastifyInstance, ctx: AppContext): Promise<void
   });
 
   await signInPages(app, deps);
+  await messagePages(app, deps);
+  await contactPages(app, deps);
+  await deliveryPages(app, deps);
+  await settingsPages(app, deps);
+  await operatorPages(app, deps);
 }
 
 function renderError(

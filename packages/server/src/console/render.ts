@@ -27,6 +27,10 @@ export function page(
   status = 200,
 ): FastifyReply {
   const signed = request.signed;
+  const account = data.account as { id: string } | undefined;
+  // The operator names the account a page shows in its links and forms; an account's own session never does.
+  const accountParam =
+    signed?.kind === 'operator' && account ? `account=${encodeURIComponent(account.id)}` : '';
   return reply
     .code(status)
     .type('text/html; charset=utf-8')
@@ -35,7 +39,27 @@ export function page(
       signed,
       csrf: signed?.csrf ?? '',
       path: request.url.split('?')[0] ?? '',
+      accountParam,
+      time: formatTime,
     });
+}
+
+/** Times as people read them here: UTC, to the second, without the ISO letters. */
+export function formatTime(value: Date | string | null | undefined): string {
+  if (value === null || value === undefined) return '—';
+  const date = typeof value === 'string' ? new Date(value) : value;
+  return Number.isNaN(date.getTime())
+    ? String(value)
+    : `${date.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+}
+
+/** A query or form value of one string (the first when repeated), trimmed; undefined when absent or empty. */
+export function field(source: unknown, name: string): string | undefined {
+  const value = (source as Record<string, unknown> | undefined)?.[name];
+  const first = Array.isArray(value) ? value[0] : value;
+  if (typeof first !== 'string') return undefined;
+  const trimmed = first.trim();
+  return trimmed === '' ? undefined : trimmed;
 }
 
 /** The status and the words a person sees for an error the API would answer with this problem. */

@@ -7,6 +7,16 @@ export type Channel = (typeof CHANNELS)[number];
 export const SEND_STATUSES = ['1', '0', '400'] as const;
 export type SendStatus = (typeof SEND_STATUSES)[number];
 
+/** The spec's meaning of each send status (§3), as the console shows it. */
+export const SEND_STATUS_MEANINGS: Record<SendStatus, string> = {
+  '1': 'In progress',
+  '0': 'Submitted to carrier successfully',
+  '400': 'Submission to carrier failed',
+};
+
+/** The spec's meaning of `drStatus` (§3). */
+export const DR_STATUS_MEANINGS: Record<0 | 400, string> = { 0: 'Normal', 400: 'Abnormal' };
+
 export const DR_STATUSCODES = [
   'delivered',
   'accepted',
@@ -17,6 +27,17 @@ export const DR_STATUSCODES = [
   'unknown',
 ] as const;
 export type DrStatuscode = (typeof DR_STATUSCODES)[number];
+
+/** The spec's meaning of each `drStatuscode` (§3). */
+export const DR_STATUSCODE_MEANINGS: Record<DrStatuscode, string> = {
+  delivered: 'SMS delivered',
+  accepted: 'Accepted by operator',
+  rejected: 'Rejected by operator',
+  failed: 'Send failed',
+  expired: 'Operator expired',
+  deleted: 'Deleted by operator',
+  unknown: 'Unknown error',
+};
 
 /** Operator error codes of spec §2.1, with their meaning (used by docs and the SDK's describeErrcode). */
 export const DR_ERRCODES = {

@@ -1,7 +1,7 @@
 import type { AppContext } from '../context.js';
 import { generateCallbackSecret, generateCredential, hashSecret } from '../domain/credentials.js';
 import { newId } from '../domain/ids.js';
-import type { Account } from '../domain/records.js';
+import type { Account, AccountPatch } from '../domain/records.js';
 import { isSealed, sealSecret } from '../domain/secret-box.js';
 import { type AccountStore, DuplicateKeyError, type SessionStore } from '../store/store.js';
 
@@ -127,4 +127,16 @@ export async function rotateCallbackSecret(
  */
 export function sealLegacyCallbackSecrets(store: AccountStore, pepper: Buffer): Promise<number> {
   return store.sealCallbackSecrets((clear) => (isSealed(clear) ? clear : sealSecret(pepper, clear)));
+}
+
+/**
+ * The account change of a serving process (the operator API and the console), made while the account cache
+ * holds no copy of the key. Null for an unknown account.
+ */
+export async function updateServedAccount(
+  ctx: ServingContext,
+  account: Pick<Account, 'id' | 'key'>,
+  patch: AccountPatch,
+): Promise<Account | null> {
+  return ctx.accounts.writing(account.key, () => ctx.store.updateAccount(account.id, patch));
 }

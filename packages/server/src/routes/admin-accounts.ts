@@ -16,7 +16,12 @@ import {
 } from '../http/accounts.js';
 import { methodNotAllowed } from '../http/protocol.js';
 import { adminProblems, BODY_STATUSES, headers, ref, response, SECURITY } from '../http/schemas.js';
-import { createAccount, deleteServedAccount, rotateServedSecret } from '../operations/accounts.js';
+import {
+  createAccount,
+  deleteServedAccount,
+  rotateServedSecret,
+  updateServedAccount,
+} from '../operations/accounts.js';
 
 /** `/admin/v1/accounts…` — create, read, change, delete, rotate the secret (CONTRACT §5). */
 export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
@@ -90,7 +95,7 @@ export async function adminAccountRoutes(app: FastifyInstance, ctx: AppContext):
       for (const [field, value] of Object.entries(body)) {
         if (value !== undefined) (patch as Record<string, unknown>)[field] = value;
       }
-      const updated = await ctx.accounts.writing(key, () => ctx.store.updateAccount(id, patch));
+      const updated = await updateServedAccount(ctx, { id, key }, patch);
       if (!updated) throw new ApiError('not_found', `no account ${id}`);
       return accountWire(updated);
     },

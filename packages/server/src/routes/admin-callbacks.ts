@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../context.js';
-import { decodeSeqCursor, encodeSeqCursor } from '../domain/cursor.js';
 import { type AttemptRecord, DELIVERY_STATES, type Delivery } from '../domain/deliveries/delivery.js';
 import { EVENT_ID } from '../domain/deliveries/events.js';
 import { ApiError } from '../domain/errors.js';
@@ -30,6 +29,7 @@ import {
 } from '../http/schemas.js';
 import { describedOnly } from '../http/validation.js';
 import { rotateCallbackSecret } from '../operations/accounts.js';
+import { deliveryPage, redeliverDead, redeliverOne } from '../operations/deliveries.js';
 
 const AttemptSchema = Type.Object(
   {
@@ -226,32 +226,8 @@ export async function adminCallbackRoutes(app: FastifyInstance, ctx: AppContext)
       const { id } = await accountOr404(ctx, (request.params as { id: string }).id);
       const query = parseDeliveriesQuery(request.query as RawQuery);
       if (!query.ok) throw new ApiError('invalid_request', query.detail, { param: query.param });
-      const binding = ['deliveries', id, query.value.state];
-      const spec: { state?: Delivery['state']; beforeSeq?: number; limit: number } = {
-        limit: query.value.limit + 1,
-      };
-      if (query.value.state !== null) spec.state = query.value.state;
-      if (query.value.cursor !== null) {
-        const before = decodeSeqCursor(ctx.pepper, query.value.cursor, binding);
-        if (before === null)
-          throw new ApiError(
-            'invalid_request',
-            'cursor is not valid for this listing; start again without it',
-            {
-              param: 'cursor',
-            },
-          );
-        spec.beforeSeq = before;
-      }
-      const rows = await ctx.store.listDeliveries(id, spec);
-      const page = rows.slice(0, query.value.limit);
-      const hasMore = rows.length > query.value.limit;
-      const oldest = page.at(-1);
-      return {
-        deliveries: page.map(deliveryWire),
-        nextCursor: hasMore && oldest ? encodeSeqCursor(ctx.pepper, oldest.seq, binding) : null,
-        hasMore,
-      };
+      const page = await deliveryPage(ctx, id, query.value);
+      return { ...page, deliveries: page.deliveries.map(deliveryWire) };
     },
   );
   methodNotAllowed(app, '/accounts/:id/deliveries', ['GET']);
@@ -300,18 +276,7 @@ export async function adminCallbackRoutes(app: FastifyInstance, ctx: AppContext)
     async (request, reply) => {
       const params = request.params as { id: string; deliveryId: string };
       const { id } = await accountOr404(ctx, params.id);
-      const result = EVENT_ID.test(params.deliveryId)
-        ? await ctx.store.redeliver(id, params.deliveryId, ctx.now())
-        : null;
-      if (result === null) throw noDelivery();
-      if (result === 'superseded') {
-        throw new ApiError(
-          'conflict',
-          'this delivery is superseded by a newer event of the same recipient, whose delivery carries the current state',
-        );
-      }
-      ctx.deliveriesQueued();
-      return reply.code(202).send(deliveryWire(result));
+      return reply.code(202).send(deliveryWire(await redeliverOne(ctx, id, params.deliveryId)));
     },
   );
   methodNotAllowed(app, '/accounts/:id/deliveries/:deliveryId/redeliver', ['POST']);
@@ -334,9 +299,7 @@ export async function adminCallbackRoutes(app: FastifyInstance, ctx: AppContext)
     },
     async (request, reply) => {
       const { id } = await accountOr404(ctx, (request.params as { id: string }).id);
-      const redelivered = await ctx.store.redeliverDead(id, ctx.now());
-      if (redelivered > 0) ctx.deliveriesQueued();
-      return reply.code(202).send({ redelivered });
+      return reply.code(202).send({ redelivered: await redeliverDead(ctx, id) });
     },
   );
   methodNotAllowed(app, '/accounts/:id/deliveries/redeliver', ['POST']);

@@ -232,6 +232,12 @@ export interface AccountLookup {
 
 /** Accounts: the lookups, and what the operator API, the CLI and start-up change. */
 export interface AccountStore extends AccountLookup {
+  /**
+   * The operator's account search (the console): accounts whose name contains `text` (case-insensitively,
+   * ASCII), or whose key or id is `text`; every account when `text` is null. By name, at most `limit`. It reads
+   * the whole accounts table: accounts are few, and only the operator searches them.
+   */
+  searchAccounts(text: string | null, limit: number): Promise<Account[]>;
   /** True once any account exists (a fresh database gets the demo data). */
   hasAccounts(): Promise<boolean>;
   /** Inserts an account; throws {@link DuplicateKeyError} when its key is taken (the caller draws another). */
@@ -352,6 +358,10 @@ export interface OutboxStore {
   /** The account's deliveries, newest first. */
   listDeliveries(accountId: string, query: DeliveryListQuery): Promise<Delivery[]>;
   getDelivery(accountId: string, id: string): Promise<DeliveryDetail | null>;
+  /** Every receipt event of one message id (all its recipients), oldest first: the console's timeline. */
+  listMessageEvents(accountId: string, messageId: string): Promise<ReceiptEvent[]>;
+  /** Every delivery of one message id (all its recipients) with its attempts, oldest first. */
+  listMessageDeliveries(accountId: string, messageId: string): Promise<DeliveryDetail[]>;
   /**
    * Makes a delivery pending again with a fresh schedule (due at `now`). `superseded` when it is superseded,
    * or when a newer event of its recipient exists (sending it would take the receiver back in time).

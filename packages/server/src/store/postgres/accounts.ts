@@ -67,6 +67,16 @@ export function accounts(primary: pg.Pool): AccountStore {
       const result = await primary.query({ name: 'wb_any_account', text: 'SELECT 1 FROM accounts LIMIT 1' });
       return (result.rowCount ?? 0) > 0;
     },
+    async searchAccounts(text, limit) {
+      const result = await primary.query<AccountRow<Columns>>({
+        name: 'wb_search_accounts',
+        text: `SELECT ${ACCOUNT_COLUMNS} FROM accounts
+               WHERE $1::text IS NULL OR strpos(lower(name), lower($1)) > 0 OR key = $1 OR id::text = $1
+               ORDER BY name COLLATE "C", id LIMIT $2`,
+        values: [text, limit],
+      });
+      return result.rows.map((row) => fromRow.account(row));
+    },
     async getAccount(id) {
       if (!isUuid(id)) return null;
       const row = await accountQuery('wb_account', `SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = $1`, [

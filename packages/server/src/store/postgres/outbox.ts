@@ -389,6 +389,45 @@ export async function getDelivery(
   return { ...deliveryFromRow(row), attemptLog: attempts.rows.map(attemptFromRow) };
 }
 
+export async function listMessageEvents(
+  pool: pg.Pool,
+  accountId: string,
+  messageId: string,
+): Promise<ReceiptEvent[]> {
+  const result = await pool.query<EventRow>({
+    name: 'wb_message_events',
+    text: `SELECT seq, id, recorded_at, item FROM receipt_events
+           WHERE account_id = $1 AND message_id = $2 ORDER BY seq`,
+    values: [accountId, messageId],
+  });
+  return result.rows.map(eventFromRow);
+}
+
+/** A message's deliveries and all their attempts: two statements, whatever the number of deliveries. */
+export async function listMessageDeliveries(
+  pool: pg.Pool,
+  accountId: string,
+  messageId: string,
+): Promise<rules.DeliveryDetail[]> {
+  const deliveries = await pool.query<DeliveryRow>({
+    name: 'wb_message_deliveries',
+    text: `SELECT ${DELIVERY_COLUMNS} ${FROM_DELIVERIES}
+           WHERE d.account_id = $1 AND d.message_id = $2 ORDER BY d.seq`,
+    values: [accountId, messageId],
+  });
+  if (deliveries.rows.length === 0) return [];
+  const attempts = await pool.query<AttemptRow & { seq: number }>({
+    name: 'wb_message_delivery_attempts',
+    text: `SELECT seq, at, http_status, error, duration_ms FROM delivery_attempts
+           WHERE account_id = $1 AND seq = ANY($2::bigint[]) ORDER BY seq, n`,
+    values: [accountId, deliveries.rows.map((row) => row.seq)],
+  });
+  return deliveries.rows.map((row) => ({
+    ...deliveryFromRow(row),
+    attemptLog: attempts.rows.filter((a) => Number(a.seq) === Number(row.seq)).map(attemptFromRow),
+  }));
+}
+
 /**
  * The recipients' key rows are locked first, as ingest locks them before it records an event: a batch queuing
  * a newer delivery of the same recipient has then either committed (and the newer one is seen) or waits until

@@ -194,6 +194,14 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
       if (!isUuid(accountId)) return null;
       return outbox.getDelivery(primary, accountId, id);
     },
+    async listMessageEvents(accountId, messageId) {
+      if (!isUuid(accountId)) return [];
+      return outbox.listMessageEvents(primary, accountId, messageId);
+    },
+    async listMessageDeliveries(accountId, messageId) {
+      if (!isUuid(accountId)) return [];
+      return outbox.listMessageDeliveries(primary, accountId, messageId);
+    },
     async redeliver(accountId, id, now) {
       if (!isUuid(accountId)) return null;
       return outbox.redeliver(primary, accountId, id, now);

@@ -45,6 +45,11 @@ export function prepareAccounts(db: Database.Database) {
       'contacts',
     ].map((table) => prepare<[string]>(`DELETE FROM ${table} WHERE account_id = ?`)),
     deleteAccountRow: prepare<[string]>('DELETE FROM accounts WHERE id = ?'),
+    searchAccounts: prepare<[{ q: string | null; limit: number }], AccountRow<Columns>>(
+      `SELECT ${ACCOUNT_COLUMNS} FROM accounts
+       WHERE @q IS NULL OR instr(lower(name), lower(@q)) > 0 OR key = @q OR id = @q
+       ORDER BY name, id LIMIT @limit`,
+    ),
     anyAccount: prepare<[], { one: number }>('SELECT 1 AS one FROM accounts LIMIT 1'),
     accountById: prepare<[string], AccountRow<Columns>>(
       `SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = ?`,
@@ -148,6 +153,9 @@ export function accounts(db: Database.Database, sql: AccountStatements): Account
     },
     async hasAccounts() {
       return sql.anyAccount.get() !== undefined;
+    },
+    async searchAccounts(text, limit) {
+      return sql.searchAccounts.all({ q: text, limit }).map((row) => fromRow.account(row));
     },
     async getAccount(id) {
       const row = sql.accountById.get(id);

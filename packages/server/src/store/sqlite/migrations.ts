@@ -287,7 +287,7 @@ export const MIGRATIONS: readonly Migration[] = [
   // 7 is the review rollup's (built beside this one); the runner applies whatever version is missing.
   {
     version: 8,
-    name: 'console sessions',
+    name: 'console sessions and the timeline index',
     sql: `
       -- Console sessions (CONTRACT §13): the SHA-256 of the cookie's token, never the token. account_id is
       -- NULL for the operator; an account's sessions go with the account. Times are epoch ms.
@@ -299,6 +299,8 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID, STRICT;
       CREATE INDEX console_sessions_account ON console_sessions (account_id);
       CREATE INDEX console_sessions_expiry ON console_sessions (expires_at);
+      -- The console's receipt timeline of one message id (its deliveries have deliveries_recipient).
+      CREATE INDEX receipt_events_message ON receipt_events (account_id, message_id, seq);
     `,
   },
 ];

@@ -178,6 +178,14 @@ export function prepareOutbox(db: Database) {
     delivery: prepare<[string, string], DeliveryRow>(
       `SELECT ${DELIVERY_COLUMNS} ${FROM_DELIVERIES} WHERE d.account_id = ? AND d.id = ?`,
     ),
+    messageEvents: prepare<[string, string], { seq: number; id: string; recorded_at: number; item: string }>(
+      `SELECT seq, id, recorded_at, item FROM receipt_events
+       WHERE account_id = ? AND message_id = ? ORDER BY seq`,
+    ),
+    messageDeliveries: prepare<[string, string], DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} ${FROM_DELIVERIES}
+       WHERE d.account_id = ? AND d.message_id = ? ORDER BY d.seq`,
+    ),
     attempts: prepare<[string, number], AttemptRow>(
       'SELECT at, http_status, error, duration_ms FROM delivery_attempts WHERE account_id = ? AND seq = ? ORDER BY n',
     ),
@@ -363,6 +371,26 @@ export function getDelivery(outbox: Outbox, accountId: string, id: string): rule
   const row = outbox.delivery.get(accountId, id);
   if (!row) return null;
   return { ...deliveryFromRow(row), attemptLog: outbox.attempts.all(accountId, row.seq).map(attemptFromRow) };
+}
+
+export function listMessageEvents(outbox: Outbox, accountId: string, messageId: string): ReceiptEvent[] {
+  return outbox.messageEvents.all(accountId, messageId).map((row) => ({
+    id: row.id,
+    seq: row.seq,
+    recordedAt: new Date(row.recorded_at),
+    item: JSON.parse(row.item) as DlrItem,
+  }));
+}
+
+export function listMessageDeliveries(
+  outbox: Outbox,
+  accountId: string,
+  messageId: string,
+): rules.DeliveryDetail[] {
+  return outbox.messageDeliveries.all(accountId, messageId).map((row) => ({
+    ...deliveryFromRow(row),
+    attemptLog: outbox.attempts.all(accountId, row.seq).map(attemptFromRow),
+  }));
 }
 
 export function redeliver(

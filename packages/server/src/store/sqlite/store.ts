@@ -159,6 +159,12 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     async getDelivery(accountId, id) {
       return outbox.getDelivery(sql.outbox, accountId, id);
     },
+    async listMessageEvents(accountId, messageId) {
+      return outbox.listMessageEvents(sql.outbox, accountId, messageId);
+    },
+    async listMessageDeliveries(accountId, messageId) {
+      return outbox.listMessageDeliveries(sql.outbox, accountId, messageId);
+    },
     async redeliver(accountId, id, now) {
       return redeliver.immediate(accountId, id, now);
     },
