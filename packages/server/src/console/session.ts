@@ -1,6 +1,7 @@
 import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
+import { ipAllowed } from '../domain/ip-allowlist.js';
 import type { Account } from '../domain/records.js';
 
 /** The session cookie of CONTRACT §13. */
@@ -51,6 +52,9 @@ export class ConsoleSessions {
 
   /** Starts a session for the account (null: the operator) and sets its cookie. */
   async start(request: FastifyRequest, reply: FastifyReply, accountId: string | null): Promise<void> {
+    // A sign-in never keeps the session the browser came with (no fixation): it ends, and a new one starts.
+    const previous = request.cookies[SESSION_COOKIE];
+    if (previous !== undefined && previous !== '') await this.ctx.store.deleteSession(sha256(previous));
     const token = randomBytes(32).toString('base64url');
     const now = this.ctx.now();
     await this.ctx.store.createSession(
@@ -83,7 +87,10 @@ export class ConsoleSessions {
     const csrf = this.#mac('session', token);
     if (session.accountId === null) return { kind: 'operator', csrf };
     const account = await this.ctx.store.getAccount(session.accountId);
-    return account ? { kind: 'account', account, csrf } : null;
+    // The whitelist holds for the whole session, not only at sign-in: a session carried (or a whitelist
+    // narrowed) to an address outside it stops working there.
+    if (!account || !ipAllowed(account.ipWhitelist, request.ip)) return null;
+    return { kind: 'account', account, csrf };
   }
 
   /** Ends the request's session, if any, and clears its cookie. */

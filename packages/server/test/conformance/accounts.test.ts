@@ -311,4 +311,17 @@ describe.each(engines())('$name store: accounts', (engine) => {
     expect(await store().findDlr(account.id, 'm-1')).toStrictEqual([]);
     expect((await store().outboxStats()).parked).toBe(0);
   });
+  it('searches accounts by part of the name in any case, by key or by id, by name', async () => {
+    const acme = newAccount({ name: 'Acme Freight' });
+    const beta = newAccount({ name: 'Beta acme' });
+    const zed = newAccount({ name: 'Zed' });
+    for (const account of [zed, beta, acme]) await store().createAccount(account);
+    const names = async (text: string | null, limit = 10) =>
+      (await store().searchAccounts(text, limit)).map((a) => a.name);
+    expect(await names('ACME')).toEqual(['Acme Freight', 'Beta acme']);
+    expect(await names(zed.key)).toEqual(['Zed']);
+    expect(await names(beta.id)).toEqual(['Beta acme']);
+    expect(await names(null, 2)).toEqual(['Acme Freight', 'Beta acme']);
+    expect(await names('nothing like it')).toEqual([]);
+  });
 });

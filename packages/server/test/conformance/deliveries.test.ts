@@ -71,6 +71,34 @@ describe.each(engines())('$name store: callback deliveries', (engine) => {
     expect(JSON.parse(claimed?.body ?? '')).toStrictEqual(event?.item);
   });
 
+  it('lists one message id’s events and deliveries, with attempts, oldest first, and no other message’s', async () => {
+    const a = await accountWithSms(store(), ['m-1', 'm-2']);
+    await ingestReceipts(store(), a, [receipt('m-1', 'accepted', at(1))]);
+    await ingestReceipts(store(), a, [receipt('m-2', 'delivered', at(1))]);
+    await ingestReceipts(store(), a, [receipt('m-1', 'delivered', at(2))]);
+    const events = await store().listMessageEvents(a, 'm-1');
+    expect(events.map((e) => [e.seq, e.item.drStatuscode])).toStrictEqual([
+      [1, 'accepted'],
+      [3, 'delivered'],
+    ]);
+    // m-2's delivery may be claimed too (one per recipient); only m-1's is attempted here.
+    const claimed = (await store().claimDeliveries(request())).find((c) => c.id === events[1]?.id);
+    expect(claimed).toBeDefined();
+    await store().finishAttempt(claimed as ClaimedDelivery, {
+      attempt: attempt(500, 'HTTP 500'),
+      next: { state: 'pending', at: at(30) },
+    });
+    const deliveries = await store().listMessageDeliveries(a, 'm-1');
+    expect(deliveries.map((d) => [d.id, d.state, d.attemptLog.length])).toStrictEqual([
+      [events[0]?.id, 'superseded', 0],
+      [events[1]?.id, 'pending', 1],
+    ]);
+    expect(deliveries[1]?.attemptLog[0]).toMatchObject({ httpStatus: 500, error: 'HTTP 500' });
+    expect(await store().listMessageEvents(a, 'm-9')).toStrictEqual([]);
+    const other = await accountWithSms(store(), ['m-1']);
+    expect(await store().listMessageDeliveries(other, 'm-1')).toStrictEqual([]);
+  });
+
   it('queues nothing without a callback URL or with callbacks disabled, but still records events', async () => {
     const none = await accountWithSms(store(), ['m-1'], null);
     const off = await accountWithSms(store(), ['m-1']);

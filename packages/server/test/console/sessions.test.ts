@@ -180,6 +180,20 @@ describe.each(engines())('$name console: sign-in, sessions, CSRF', (engine) => {
     expect((await stays.get('/console')).location).toBe('/console/messages');
   });
 
+  it('applies the IP whitelist at sign-in and for the whole session', async () => {
+    const { h, base } = served();
+    const outside = await h.createAccount({ ipWhitelist: ['192.0.2.0/24'] });
+    const refused = await new Browser(base).signIn(outside.key, outside.secret);
+    expect(refused.status).toBe(403);
+    expect(refused.text).toContain('whitelist');
+    const account = await h.createAccount({ ipWhitelist: ['127.0.0.1'] });
+    const browser = new Browser(base);
+    expect((await browser.signIn(account.key, account.secret)).status).toBe(303);
+    expect((await browser.get('/console')).location).toBe('/console/messages');
+    await h.admin('PATCH', `/admin/v1/accounts/${account.id}`, { ipWhitelist: ['192.0.2.0/24'] });
+    expect((await browser.get('/console')).location).toBe('/console/sign-in');
+  });
+
   it('never writes a secret, a session token or the admin token to the log', async () => {
     const { h, base } = served();
     const account = await h.createAccount();

@@ -182,8 +182,10 @@ export function prepareOutbox(db: Database) {
       `SELECT seq, id, recorded_at, item FROM receipt_events
        WHERE account_id = ? AND message_id = ? ORDER BY seq`,
     ),
+    // INDEXED BY: left to itself, SQLite walks the account's deliveries in seq order to skip the sort.
     messageDeliveries: prepare<[string, string], DeliveryRow>(
-      `SELECT ${DELIVERY_COLUMNS} ${FROM_DELIVERIES}
+      `SELECT ${DELIVERY_COLUMNS} FROM deliveries d INDEXED BY deliveries_recipient
+         JOIN receipt_events e ON e.account_id = d.account_id AND e.seq = d.seq
        WHERE d.account_id = ? AND d.message_id = ? ORDER BY d.seq`,
     ),
     attempts: prepare<[string, number], AttemptRow>(
