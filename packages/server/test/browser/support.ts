@@ -141,14 +141,14 @@ export class ConsolePage {
 
   /**
    * A screenshot at 1280 px for docs/console.md (docs/images/console-<name>.png), taken only when
-   * WAYBILL_DOCS_SCREENSHOTS=1 so an ordinary run never rewrites tracked files; the viewport only, to keep them
-   * small.
+   * WAYBILL_DOCS_SCREENSHOTS=1 (and from the SQLite run only) so an ordinary run never rewrites tracked files.
    */
   async docsShot(name: string): Promise<void> {
     if (process.env.WAYBILL_DOCS_SCREENSHOTS !== '1' || this.engine !== 'sqlite') return;
     await this.page.setViewportSize(WIDE);
     mkdirSync(DOCS_IMAGES_DIR, { recursive: true });
-    await this.page.screenshot({ path: `${DOCS_IMAGES_DIR}console-${name}.png`, fullPage: true });
+    // The first screen only (1280 × 800): what a reader needs to recognise the page, at a modest size.
+    await this.page.screenshot({ path: `${DOCS_IMAGES_DIR}console-${name}.png` });
   }
 
   /**
