@@ -36,6 +36,21 @@ describe.runIf(browserTestsEnabled()).each(engines())(
       await expect.poll(() => c.cspViolations.length).toBeGreaterThan(0);
     });
 
+    it('notices a control Tab cannot reach (so the suite’s keyboard check means something)', async () => {
+      const c = await served.fresh();
+      await c.goto('/console/sign-in');
+      await c.expectAllTabbable('sign-in');
+      await c.page.evaluate(
+        `const button = document.createElement('button');
+       button.textContent = 'Mouse only';
+       button.tabIndex = -1;
+       document.querySelector('main').append(button);`,
+      );
+      await expect(c.expectAllTabbable('sign-in with a mouse-only button')).rejects.toThrow(
+        /not reachable with Tab/,
+      );
+    });
+
     it('shows a wrong secret as a refusal on the same page, readable and checked by axe', async () => {
       const { h } = served();
       const c = await served.fresh();

@@ -96,14 +96,15 @@ export class ConsolePage {
   }
 
   /**
-   * Every page's checks: no CSP violation and no script error so far, no serious or critical axe finding, no
-   * sideways scrolling of the page at 390 px; screenshots at 1280 px and 390 px under `name`. Leaves the
+   * Every page's checks: no CSP violation and no script error so far, no serious or critical axe finding, every
+   * control reachable with Tab, no sideways scrolling of the page at 390 px; screenshots at 1280 px and 390 px under `name`. Leaves the
    * viewport at 1280 px.
    */
   async check(name: string): Promise<void> {
     await this.page.setViewportSize(WIDE);
     await this.axe(name);
     await this.shot(`${name}-1280`);
+    await this.expectAllTabbable(name);
     await this.page.setViewportSize(NARROW);
     const overflow = await this.page.evaluate<number>(
       'document.documentElement.scrollWidth - document.documentElement.clientWidth',
@@ -112,6 +113,33 @@ export class ConsolePage {
     await this.page.setViewportSize(WIDE);
     expect(overflow, `${name}: the page scrolls sideways at 390 px`).toBeLessThanOrEqual(0);
     this.expectClean(name);
+  }
+
+  /**
+   * Every visible form control and link of the page takes the focus from Tab alone (nothing a mouse is needed
+   * for): Tab is pressed until each has had the focus once, or fails naming those that never did.
+   */
+  async expectAllTabbable(name: string): Promise<void> {
+    const total = await this.page.evaluate<number>(`(() => {
+      const all = [...document.querySelectorAll('input:not([type=hidden]), select, textarea, button, a[href]')]
+        .filter((element) => element.getClientRects().length > 0 && !element.disabled);
+      all.forEach((element, i) => element.setAttribute('data-tab-check', String(i)));
+      return all.length;
+    })()`);
+    const seen = new Set<string>();
+    for (let i = 0; i < 2 * total + 4 && seen.size < total; i++) {
+      await this.page.keyboard.press('Tab');
+      const at = await this.page.evaluate<string | null>(
+        "document.activeElement?.getAttribute('data-tab-check') ?? null",
+      );
+      if (at !== null) seen.add(at);
+    }
+    const missed = await this.page.evaluate<string[]>(
+      `[...document.querySelectorAll('[data-tab-check]')]
+        .filter((element) => !${JSON.stringify([...seen])}.includes(element.getAttribute('data-tab-check')))
+        .map((element) => element.outerHTML.slice(0, 120))`,
+    );
+    expect(missed, `${name}: not reachable with Tab`).toEqual([]);
   }
 
   /** No CSP violation and no uncaught script error since the page was opened. */
