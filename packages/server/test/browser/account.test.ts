@@ -5,7 +5,7 @@ import { loadConfig } from '../../src/config.js';
 import { type Receiver, startReceiver, waitFor } from '../callbacks/receiver.js';
 import { engines } from '../support/engines.js';
 import { type CreatedAccount, PEPPER, START } from '../support/http.js';
-import { BROWSER_TEST_TIMEOUT, browserTestsEnabled, useConsoleBrowser } from './support.js';
+import { BROWSER_TEST_TIMEOUT, browserTestsEnabled, useChromium, useConsoleBrowser } from './support.js';
 
 /**
  * An account's staff in Chromium (CONTRACT §13 pages 1–3 and 5): look a message up and read its timeline, page
@@ -28,10 +28,12 @@ const ENV = {
   WAYBILL_RATE_PER_SECOND: '0',
 };
 
+const chromium = useChromium();
+
 describe.runIf(browserTestsEnabled()).each(engines())(
   '$name console in a browser: an account’s pages',
   (engine) => {
-    const served = useConsoleBrowser(engine, ENV);
+    const served = useConsoleBrowser(chromium, engine, ENV);
     let receiver: Receiver;
     let relay: Relay;
     let account: CreatedAccount;

@@ -1,7 +1,13 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { engines } from '../support/engines.js';
 import { ADMIN_TOKEN } from '../support/http.js';
-import { BROWSER_TEST_TIMEOUT, browserTestsEnabled, type ConsolePage, useConsoleBrowser } from './support.js';
+import {
+  BROWSER_TEST_TIMEOUT,
+  browserTestsEnabled,
+  type ConsolePage,
+  useChromium,
+  useConsoleBrowser,
+} from './support.js';
 
 /**
  * The operator in Chromium (CONTRACT §13 page 6): accounts (search, create with the keyboard alone, secrets
@@ -10,10 +16,12 @@ import { BROWSER_TEST_TIMEOUT, browserTestsEnabled, type ConsolePage, useConsole
  */
 const dlrUrl = (key: string, secret: string) => `/dlr?key=${key}&secret=${secret}&messageid=m-1`;
 
+const chromium = useChromium();
+
 describe.runIf(browserTestsEnabled()).each(engines())(
   '$name console in a browser: the operator’s pages',
   (engine) => {
-    const served = useConsoleBrowser(engine);
+    const served = useConsoleBrowser(chromium, engine);
     /** What the operator's console showed once for the account it created. */
     let created: { id: string; key: string; secret: string };
 

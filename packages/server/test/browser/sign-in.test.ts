@@ -1,13 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { engines } from '../support/engines.js';
 import { ADMIN_TOKEN } from '../support/http.js';
-import { BROWSER_TEST_TIMEOUT, browserTestsEnabled, useConsoleBrowser } from './support.js';
+import { BROWSER_TEST_TIMEOUT, browserTestsEnabled, useChromium, useConsoleBrowser } from './support.js';
 
 /** Sign-in and sign-out in Chromium, for an account and for the operator, by mouse and by keyboard alone. */
+const chromium = useChromium();
+
 describe.runIf(browserTestsEnabled()).each(engines())(
   '$name console in a browser: sign-in',
   (engine) => {
-    const served = useConsoleBrowser(engine);
+    const served = useConsoleBrowser(chromium, engine);
 
     it('shows the sign-in page: both forms, no CSP violation, no serious axe finding, tidy at 1280 and 390 px', async () => {
       const { console: c } = served();

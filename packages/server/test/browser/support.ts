@@ -10,7 +10,7 @@ import { type Harness, startHarness } from '../support/http.js';
 /**
  * The browser suite's fixtures: Waybill on a real port, Debian's Chromium driven by playwright-core, a page
  * helper that fails on CSP violations and on serious or critical axe findings, and screenshots kept as test
- * artifacts (git-ignored). One browser and one page per file: launching Chromium is the slow part.
+ * artifacts (git-ignored). One Chromium per file, one page per engine's block, reused from test to test.
  */
 
 const BINARIES = [process.env.WAYBILL_TEST_CHROMIUM ?? '', '/usr/bin/chromium', '/usr/bin/chromium-browser'];
@@ -238,42 +238,58 @@ export class ConsolePage {
   }
 }
 
+/** The file's one Chromium: launched by the first block that needs it, closed after the file's last test. */
+export interface FileChromium {
+  get(): Promise<Browser>;
+}
+
+/**
+ * Call once at the top of a browser test file: every engine's block of the file shares this one Chromium
+ * (launching it is the slow part), each with contexts of its own.
+ */
+export function useChromium(): FileChromium {
+  let launched: Promise<Browser> | undefined;
+  afterAll(async () => {
+    await (await launched)?.close();
+  });
+  return {
+    get() {
+      if (CHROMIUM_BIN === null) throw new Error('CI=true and Chromium is missing: apt-get install chromium');
+      launched ??= chromium.launch({ executablePath: CHROMIUM_BIN, args: CHROMIUM_ARGS });
+      return launched;
+    },
+  };
+}
+
 export interface ConsoleFixture {
   h: Harness;
   base: string;
-  browser: Browser;
   context: BrowserContext;
-  /** The file's one page. */
+  /** The block's page, reused from test to test. */
   console: ConsolePage;
 }
 
 /**
- * Per describe block (one engine): a harness listening on a free local port, one Chromium, one context and one
- * page for every test of the block. Tests that need a fresh cookie jar call `fresh()`.
+ * Per describe block (one engine): a harness listening on a free local port and, in the file's Chromium, one
+ * context and one page for every test of the block. Tests that need a fresh cookie jar call `fresh()`.
  */
 export function useConsoleBrowser(
+  file: FileChromium,
   engine: EngineFixture,
   env: Record<string, string> = {},
 ): { (): ConsoleFixture; fresh(): Promise<ConsolePage> } {
   let fixture: ConsoleFixture | undefined;
   beforeAll(async () => {
-    if (CHROMIUM_BIN === null) throw new Error('CI=true and Chromium is missing: apt-get install chromium');
+    const browser = await file.get();
     mkdirSync(ARTIFACTS_DIR, { recursive: true });
     const h = await startHarness(engine, env);
     await h.app.listen({ host: '127.0.0.1', port: 0 });
     const base = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
-    const browser = await chromium.launch({ executablePath: CHROMIUM_BIN, args: CHROMIUM_ARGS });
     const context = await browser.newContext({ viewport: WIDE });
-    fixture = {
-      h,
-      base,
-      browser,
-      context,
-      console: new ConsolePage(await context.newPage(), base, engine.name),
-    };
+    fixture = { h, base, context, console: new ConsolePage(await context.newPage(), base, engine.name) };
   });
   afterAll(async () => {
-    await fixture?.browser.close();
+    await fixture?.context.close();
     await fixture?.h.close();
     fixture = undefined;
   });
@@ -282,11 +298,11 @@ export function useConsoleBrowser(
     return fixture;
   };
   return Object.assign(get, {
-    /** A new context (empty cookie jar) and page in the same browser; the old one is closed. */
+    /** A new context (empty cookie jar) and page in the file's Chromium; the old one is closed. */
     async fresh(): Promise<ConsolePage> {
       const f = get();
       await f.context.close();
-      f.context = await f.browser.newContext({ viewport: WIDE });
+      f.context = await (await file.get()).newContext({ viewport: WIDE });
       f.console = new ConsolePage(await f.context.newPage(), f.base, engine.name);
       return f.console;
     },
