@@ -114,6 +114,17 @@ describe.each(engines())('$name console: operator pages and settings', (engine) 
     expect((await staff.get('/console')).location).toBe('/console/sign-in');
   });
 
+  it('escapes what accounts and people typed: a name is text, never markup', async () => {
+    const { h, base } = served();
+    await h.createAccount({ name: '<img src=x onerror=alert(1)>' });
+    const operator = new Browser(base);
+    await operator.signInOperator(ADMIN_TOKEN);
+    const page = await operator.get('/console/operator/accounts?q=%3Cimg');
+    expect(page.text).toContain('&lt;img src=x onerror=alert(1)&gt;');
+    expect(page.text).not.toContain('<img');
+    expect(page.text).toContain('value="&lt;img"');
+  });
+
   it('shows routes and health to the operator', async () => {
     const { h, base } = served();
     const route = await h.admin('POST', '/admin/v1/routes', { name: 'kannel-1', kind: 'kannel' });
