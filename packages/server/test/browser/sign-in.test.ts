@@ -104,6 +104,27 @@ describe.runIf(browserTestsEnabled()).each(engines())(
       c.expectClean('after operator sign-out');
     });
 
+    it('works with JavaScript off: sign in, look a message up, save the settings, sign out', async () => {
+      const { h } = served();
+      const c = await served.fresh({ javaScript: false });
+      const account = await h.createAccount({ name: 'No Script Ltd' });
+      await c.signIn(account.key, account.secret);
+      expect(c.path()).toBe('/console/messages');
+      await c.page.fill('input[name="id"]', 'm-404');
+      await c.click('form[action="/console/messages"] button[type="submit"]');
+      expect(c.path()).toBe('/console/messages?id=m-404');
+      expect(await c.page.locator('main').textContent()).toContain('No SMS recipient has message id');
+      await c.click('nav a:text-is("Settings")');
+      await c.page.fill('input[name="callbackUrl"]', 'https://hooks.example.com/dlr');
+      await c.click('form[action="/console/settings"] button[type="submit"]');
+      expect(await c.page.getByRole('status').textContent()).toBe('Saved.');
+      expect(await c.page.locator('input[name="callbackUrl"]').inputValue()).toBe(
+        'https://hooks.example.com/dlr',
+      );
+      await c.signOut();
+      expect(c.path()).toBe('/console/sign-in');
+    });
+
     it('signs the operator in with the keyboard alone', async () => {
       const c = await served.fresh();
       await c.goto('/console/sign-in');

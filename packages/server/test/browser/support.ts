@@ -279,7 +279,7 @@ export function useConsoleBrowser(
   file: FileChromium,
   engine: EngineFixture,
   env: Record<string, string> = {},
-): { (): ConsoleFixture; fresh(): Promise<ConsolePage> } {
+): { (): ConsoleFixture; fresh(options?: { javaScript?: boolean }): Promise<ConsolePage> } {
   let fixture: ConsoleFixture | undefined;
   beforeAll(async () => {
     const browser = await file.get();
@@ -300,11 +300,17 @@ export function useConsoleBrowser(
     return fixture;
   };
   return Object.assign(get, {
-    /** A new context (empty cookie jar) and page in the file's Chromium; the old one is closed. */
-    async fresh(): Promise<ConsolePage> {
+    /**
+     * A new context (empty cookie jar) and page in the file's Chromium, with JavaScript off when asked; the old
+     * one is closed.
+     */
+    async fresh(options: { javaScript?: boolean } = {}): Promise<ConsolePage> {
       const f = get();
       await f.context.close();
-      f.context = await (await file.get()).newContext({ viewport: WIDE });
+      f.context = await (await file.get()).newContext({
+        viewport: WIDE,
+        javaScriptEnabled: options.javaScript ?? true,
+      });
       f.console = new ConsolePage(await f.context.newPage(), f.base, engine.name);
       return f.console;
     },
