@@ -92,7 +92,10 @@ function print(label, round, r) {
   console.log(`  repeats             ${r.repeats}`);
   console.log(`  server CPU          ${r.serverCpuS} s, ${r.serverCpuUsPerDelivery} µs per delivery`);
   if (r.dbCpuS !== undefined) {
-    console.log(`  PostgreSQL CPU      ${r.dbCpuS} s, ${r.dbCpuUsPerDelivery} µs per delivery`);
+    console.log(
+      `  PostgreSQL CPU      ${r.dbCpuS} s, ${r.dbCpuUsPerDelivery} µs per delivery ` +
+        `(${r.dbCpuDuringIngestS} s of it while the receipts were ingested)`,
+    );
   }
   if (r.kept) console.log(`  database in         ${r.kept}`);
 }

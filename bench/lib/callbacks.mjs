@@ -194,6 +194,8 @@ export async function runCallbacks({
       }
     }
     const ingestMs = performance.now() - start;
+    // Deliveries run during the ingest too, so this split is rough: what the ingest phase cost the database.
+    const dbCpuIngestMs = postgresCpuMs(url) - dbCpuBefore;
     let timer;
     const timeout = new Promise((_, reject) => {
       timer = setTimeout(
@@ -228,7 +230,11 @@ export async function runCallbacks({
       serverCpuS: +(serverCpuMs / 1000).toFixed(2),
       serverCpuUsPerDelivery: Math.round((serverCpuMs * 1000) / n),
       ...(url.startsWith('postgres')
-        ? { dbCpuS: +(dbCpuMs / 1000).toFixed(2), dbCpuUsPerDelivery: Math.round((dbCpuMs * 1000) / n) }
+        ? {
+            dbCpuS: +(dbCpuMs / 1000).toFixed(2),
+            dbCpuUsPerDelivery: Math.round((dbCpuMs * 1000) / n),
+            dbCpuDuringIngestS: +(dbCpuIngestMs / 1000).toFixed(2),
+          }
         : {}),
       ...(keep ? { kept: dir } : {}),
     };

@@ -159,13 +159,16 @@ async function lease(
 ): Promise<Map<string, number>> {
   const result = await pool.query<{ account_id: string; seq: number; attempts: number }>({
     name: 'wb_lease_deliveries',
+    // One primary-key probe per row asked for (LATERAL): joined to the array instead, the prepared statement's
+    // generic plan read every due delivery and hashed them, per claim (bench/callbacks.mjs on PostgreSQL).
     text: `WITH still AS (
-             SELECT d.account_id, d.seq FROM deliveries d
-             JOIN unnest($3::uuid[], $4::bigint[]) AS u (account_id, seq)
-               ON d.account_id = u.account_id AND d.seq = u.seq
-             WHERE d.state = 'pending' AND d.next_attempt_at <= $5
-               AND (d.lease_until IS NULL OR d.lease_until <= $5)
-             FOR UPDATE OF d SKIP LOCKED
+             SELECT s.account_id, s.seq FROM unnest($3::uuid[], $4::bigint[]) AS u (account_id, seq)
+             CROSS JOIN LATERAL (
+               SELECT d.account_id, d.seq FROM deliveries d
+               WHERE d.account_id = u.account_id AND d.seq = u.seq AND d.state = 'pending'
+                 AND d.next_attempt_at <= $5 AND (d.lease_until IS NULL OR d.lease_until <= $5)
+               FOR UPDATE OF d SKIP LOCKED
+             ) s
            )
            UPDATE deliveries d SET lease = $1, lease_until = $2
            FROM still s
@@ -328,10 +331,13 @@ export async function finishAll(pool: pg.Pool, results: readonly FinishedAttempt
                  $6::timestamptz[], $7::int[], $8::text[], $9::int[])
                AS u (account_id, id, lease, state, next_attempt_at, at, http_status, error, duration_ms)
              ), still AS (
-               SELECT d.account_id, d.seq, d.id FROM deliveries d
-               JOIN u ON d.account_id = u.account_id AND d.id = u.id
-               WHERE d.lease = u.lease AND d.state = 'pending'
-               FOR UPDATE OF d SKIP LOCKED
+               -- One index probe per attempt (LATERAL), never a scan of the pending queue (see lease).
+               SELECT s.account_id, s.seq, s.id FROM u
+               CROSS JOIN LATERAL (
+                 SELECT d.account_id, d.seq, d.id FROM deliveries d
+                 WHERE d.account_id = u.account_id AND d.id = u.id AND d.lease = u.lease AND d.state = 'pending'
+                 FOR UPDATE OF d SKIP LOCKED
+               ) s
              ), done AS (
                UPDATE deliveries d SET
                  attempts = d.attempts + 1, state = u.state, next_attempt_at = u.next_attempt_at, lease = NULL,
