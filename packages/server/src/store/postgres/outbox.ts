@@ -331,13 +331,18 @@ export async function finishAll(pool: pg.Pool, results: readonly FinishedAttempt
                  $6::timestamptz[], $7::int[], $8::text[], $9::int[])
                AS u (account_id, id, lease, state, next_attempt_at, at, http_status, error, duration_ms)
              ), still AS (
-               -- One index probe per attempt (LATERAL), never a scan of the pending queue (see lease).
+               -- One probe of deliveries_id per attempt (LATERAL), never a scan of the pending queue (see lease).
+               -- The state is checked outside the probe, behind OFFSET 0: inside, the planner walked the
+               -- account's pending deliveries in deliveries_by_state to find each one (EXPLAIN, 9x the buffers
+               -- at a few thousand pending). A row locked here but no longer pending goes to finish.
                SELECT s.account_id, s.seq, s.id FROM u
                CROSS JOIN LATERAL (
-                 SELECT d.account_id, d.seq, d.id FROM deliveries d
-                 WHERE d.account_id = u.account_id AND d.id = u.id AND d.lease = u.lease AND d.state = 'pending'
+                 SELECT d.account_id, d.seq, d.id, d.state FROM deliveries d
+                 WHERE d.account_id = u.account_id AND d.id = u.id AND d.lease = u.lease
                  FOR UPDATE OF d SKIP LOCKED
+                 OFFSET 0
                ) s
+               WHERE s.state = 'pending'
              ), done AS (
                UPDATE deliveries d SET
                  attempts = d.attempts + 1, state = u.state, next_attempt_at = u.next_attempt_at, lease = NULL,
