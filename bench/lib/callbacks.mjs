@@ -4,14 +4,19 @@
 // destinations allowed) and a receiver in this process that answers 200 at once. Creates `accounts` accounts
 // whose callbackUrl is the receiver, ingests n SMS messages (batches of 1000, not timed), then n receipts
 // (batches of 1000, spread over the accounts; `rate` caps receipts/s, 0 = as fast as the API takes them) and
-// waits until every delivery has arrived. Measures:
+// waits until every delivery has arrived. With `instances: 2` (PostgreSQL only) two servers share the database,
+// both relaying; receipt batches go to them in turn. Measures:
 //   deliveries/s  n / (last arrival − start of the first receipt batch), and counting the message ingest too
 //   lag p50/p99   arrival − the moment the ingest response of that receipt's batch came back
-//   server CPU    user+system seconds the server used while delivering (from /proc, Linux)
+//   server CPU    user+system seconds the servers used while ingesting the receipts and delivering (/proc, Linux),
+//                 and per delivery
+//   PostgreSQL    the same for the database's backends (bench/lib/cpu.mjs postgresCpuMs), and per delivery
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import os from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
+import { postgresCpuMs } from './cpu.mjs';
 import { serverDist } from './paths.mjs';
 import { sleep, startWaybill } from './processes.mjs';
 
@@ -69,31 +74,77 @@ async function postBatch(server, accountOf, n, from, kind, item) {
   return answers;
 }
 
+/** Runs `sql` on the server of `url` (its `postgres` database). */
+async function onServer(url, sql) {
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * A new empty database beside the one `url` names, `<name>_<label>`, for one run (each run, and each build of
+ * a side-by-side comparison, starts from an empty outbox); `drop()` removes it.
+ */
+export async function freshDatabase(url, label) {
+  const name = `${new URL(url).pathname.replace(/^\//, '')}_${label}`
+    .replace(/[^a-z0-9_]/gi, '_')
+    .toLowerCase();
+  await onServer(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await onServer(url, `CREATE DATABASE ${name}`);
+  const fresh = new URL(url);
+  fresh.pathname = `/${name}`;
+  return {
+    url: fresh.toString(),
+    drop: () => onServer(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
+}
+
 export async function runCallbacks({
   n = 20_000,
   accounts: accountCount = 1,
   rate = 0,
   accessLog = 'on',
   databaseUrl,
+  instances = 1,
   pepper = 'bench-callbacks-pepper-0123456789',
   dist = serverDist,
+  label = 'waybill-callbacks',
+  cpuProf,
   keep = false,
 }) {
+  if (instances > 1 && !databaseUrl?.startsWith('postgres')) {
+    throw new Error('several instances share a PostgreSQL database: give --database-url postgres://…');
+  }
   const receiver = await startReceiver(n);
   const dir = mkdtempSync(join(os.tmpdir(), 'waybill-bench-callbacks-'));
-  const server = await startWaybill({
-    databaseUrl: databaseUrl ?? `sqlite:${join(dir, 'waybill.db')}`,
-    pepper,
-    dist,
-    accessLog: accessLog !== 'off',
-    label: 'waybill-callbacks',
-    env: {
-      WAYBILL_LOG_LEVEL: process.env.WAYBILL_LOG_LEVEL ?? 'info',
-      WAYBILL_CALLBACK_RELAY: 'on',
-      WAYBILL_CALLBACK_ALLOW_PRIVATE: 'true',
-    },
-  });
+  const url = databaseUrl ?? `sqlite:${join(dir, 'waybill.db')}`;
+  const servers = [];
   try {
+    // One at a time: the first migrates the schema.
+    for (let i = 0; i < instances; i++) {
+      servers.push(
+        await startWaybill({
+          databaseUrl: url,
+          pepper,
+          dist,
+          accessLog: accessLog !== 'off',
+          label: instances > 1 ? `${label}-${i + 1}` : label,
+          cpuProf,
+          env: {
+            WAYBILL_LOG_LEVEL: process.env.WAYBILL_LOG_LEVEL ?? 'info',
+            WAYBILL_CALLBACK_RELAY: 'on',
+            WAYBILL_CALLBACK_ALLOW_PRIVATE: 'true',
+          },
+        }),
+      );
+    }
+    const server = servers[0];
     const accounts = [];
     for (let a = 0; a < accountCount; a++) {
       accounts.push(
@@ -115,7 +166,9 @@ export async function runCallbacks({
     const messagesMs = performance.now() - messagesStart;
 
     // Receipts, timed.
-    const cpuBefore = server.cpuMs();
+    const serversCpuMs = () => servers.reduce((total, s) => total + s.cpuMs(), 0);
+    const cpuBefore = serversCpuMs();
+    const dbCpuBefore = postgresCpuMs(url);
     const answeredAt = new Map(); // messageid -> when its batch's ingest response came back
     const start = performance.now();
     for (let from = 0; from < n; from += BATCH) {
@@ -123,10 +176,17 @@ export async function runCallbacks({
         const due = start + (from / rate) * 1000;
         if (due > performance.now()) await sleep(due - performance.now());
       }
-      const answers = await postBatch(server, accountOf, n, from, 'receipts', (i) => ({
-        messageId: `bench-${i}`,
-        drStatuscode: 'delivered',
-      }));
+      const answers = await postBatch(
+        servers[(from / BATCH) % instances],
+        accountOf,
+        n,
+        from,
+        'receipts',
+        (i) => ({
+          messageId: `bench-${i}`,
+          drStatuscode: 'delivered',
+        }),
+      );
       const at = performance.now();
       for (const { list, answer } of answers) {
         if (answer.applied !== list.length) throw new Error(`applied ${answer.applied} of ${list.length}`);
@@ -134,6 +194,8 @@ export async function runCallbacks({
       }
     }
     const ingestMs = performance.now() - start;
+    // Deliveries run during the ingest too, so this split is rough: what the ingest phase cost the database.
+    const dbCpuIngestMs = postgresCpuMs(url) - dbCpuBefore;
     let timer;
     const timeout = new Promise((_, reject) => {
       timer = setTimeout(
@@ -142,6 +204,8 @@ export async function runCallbacks({
       );
     });
     await Promise.race([receiver.done, timeout]).finally(() => clearTimeout(timer));
+    const serverCpuMs = serversCpuMs() - cpuBefore;
+    const dbCpuMs = postgresCpuMs(url) - dbCpuBefore;
     const arrivals = [...receiver.arrivals.values()];
     const last = Math.max(...arrivals.map((a) => a.at));
     const elapsed = last - start;
@@ -152,6 +216,7 @@ export async function runCallbacks({
       accounts: accountCount,
       rate: rate || 'unlimited',
       accessLog,
+      instances,
       databaseUrl: databaseUrl ?? 'sqlite (temporary file)',
       messagesIngestS: +(messagesMs / 1000).toFixed(2),
       receiptsIngestS: +(ingestMs / 1000).toFixed(2),
@@ -162,12 +227,20 @@ export async function runCallbacks({
       lagP99Ms: Math.round(q(0.99)),
       lagMaxMs: Math.round(lags.at(-1)),
       repeats: receiver.requests() - n,
-      serverCpuS: +((server.cpuMs() - cpuBefore) / 1000).toFixed(2),
+      serverCpuS: +(serverCpuMs / 1000).toFixed(2),
+      serverCpuUsPerDelivery: Math.round((serverCpuMs * 1000) / n),
+      ...(url.startsWith('postgres')
+        ? {
+            dbCpuS: +(dbCpuMs / 1000).toFixed(2),
+            dbCpuUsPerDelivery: Math.round((dbCpuMs * 1000) / n),
+            dbCpuDuringIngestS: +(dbCpuIngestMs / 1000).toFixed(2),
+          }
+        : {}),
       ...(keep ? { kept: dir } : {}),
     };
   } finally {
     receiver.close();
-    await server.stop();
+    await Promise.all(servers.map((s) => s.stop()));
     if (!keep) rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -83,6 +83,11 @@ export interface Config {
   callbackConcurrency: number;
   /** Callback attempts in flight per process to one account. @default 8 */
   callbackEndpointConcurrency: number;
+  /**
+   * The longest an idle relay waits before it looks for due deliveries again, in milliseconds. Deliveries
+   * queued by this process, and on PostgreSQL by any (LISTEN/NOTIFY), wake it sooner. @default 1000
+   */
+  callbackPollMs: number;
   /** Let callbacks reach loopback, private and other internal addresses (development only). @default false */
   callbackAllowPrivate: boolean;
   /** This instance sends callbacks; off, it still queues them for others. @default true */
@@ -136,6 +141,7 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   callbackRetrySchedule: 'WAYBILL_CALLBACK_RETRY_SCHEDULE',
   callbackConcurrency: 'WAYBILL_CALLBACK_CONCURRENCY',
   callbackEndpointConcurrency: 'WAYBILL_CALLBACK_ENDPOINT_CONCURRENCY',
+  callbackPollMs: 'WAYBILL_CALLBACK_POLL_MS',
   callbackAllowPrivate: 'WAYBILL_CALLBACK_ALLOW_PRIVATE',
   callbackRelay: 'WAYBILL_CALLBACK_RELAY',
   callbackSecretGraceSeconds: 'WAYBILL_CALLBACK_SECRET_GRACE_SECONDS',
@@ -243,6 +249,7 @@ export function loadConfig(source: Source): Readonly<Config> {
     callbackRetrySchedule: parseSchedule(read('callbackRetrySchedule')),
     callbackConcurrency: int('callbackConcurrency', 64, 1, 10_000),
     callbackEndpointConcurrency: int('callbackEndpointConcurrency', 8, 1, 10_000),
+    callbackPollMs: int('callbackPollMs', 1000, 50, 3_600_000),
     callbackAllowPrivate: flag('callbackAllowPrivate', false),
     callbackRelay: flag('callbackRelay', true),
     callbackSecretGraceSeconds: int('callbackSecretGraceSeconds', 86_400, 0, 31_536_000),

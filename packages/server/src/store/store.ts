@@ -338,6 +338,26 @@ export interface QueryStore {
 export interface MessageStore extends IngestStore, QueryStore {}
 
 /** The callback outbox: what the relay works through, and what the operator API shows and redelivers. */
+/**
+ * Store methods that return at once with a subscription rather than calling the database: the wrappers that
+ * bound, retry or hold calls (deadline.ts, busy.ts, file-guard.ts, checkpointer.ts) pass them through as they are.
+ */
+export const SUBSCRIPTIONS: ReadonlySet<string> = new Set(['watchQueuedDeliveries']);
+
+/** Who watchQueuedDeliveries tells. */
+export interface QueuedWatcher {
+  /** Deliveries may have been queued (or handed back): claim now. */
+  queued(): void;
+  /** The store stopped listening and tries again; nothing is told until it listens again. */
+  lost(error: unknown): void;
+}
+
+/** An attempt made on a claim, and what it settles (finishAttempts). */
+export interface FinishedAttempt {
+  claim: ClaimedDelivery;
+  outcome: AttemptOutcome;
+}
+
 export interface OutboxStore {
   /**
    * Takes the lease of due pending deliveries, oldest due first, never two of one recipient at once (nor one
@@ -354,6 +374,11 @@ export interface OutboxStore {
    * Releases the lease.
    */
   finishAttempt(claim: ClaimedDelivery, outcome: AttemptOutcome): Promise<void>;
+  /**
+   * finishAttempt for several attempts at once (each as finishAttempt records it), so a busy relay records the
+   * attempts that ended together in one round trip rather than one each.
+   */
+  finishAttempts(results: readonly FinishedAttempt[]): Promise<void>;
   /** Gives a claimed delivery back untried (shutdown): it is due again at once. */
   releaseClaim(claim: ClaimedDelivery): Promise<void>;
   /**
@@ -362,6 +387,13 @@ export interface OutboxStore {
    * or its recipient's attempt in flight) counting from that lease's end; null when none is pending.
    */
   nextDeliveryDue(): Promise<Date | null>;
+  /**
+   * Tells `watcher` whenever deliveries may have been queued by any process on the same database, until the
+   * returned function is called: on PostgreSQL, LISTEN/NOTIFY on a connection of its own (store/postgres/
+   * delivery-notices.ts); never on SQLite, whose relay runs in the one process that writes. Best effort: while
+   * it cannot listen (`lost`, retried by the store), the relay finds the deliveries at its next poll.
+   */
+  watchQueuedDeliveries(watcher: QueuedWatcher): () => Promise<void>;
   /** The account's deliveries, newest first. */
   listDeliveries(accountId: string, query: DeliveryListQuery): Promise<Delivery[]>;
   getDelivery(accountId: string, id: string): Promise<DeliveryDetail | null>;

@@ -215,6 +215,75 @@ describe.each(engines())('$name store: callback deliveries', (engine) => {
     expect(await store().nextDeliveryDue()).toStrictEqual(NOW);
   });
 
+  it('records attempts that ended together as it records each: delivered, retried, superseded, lease lost', async () => {
+    const ids = ['m-1', 'm-2', 'm-3', 'm-4'];
+    const a = await accountWithSms(store(), ids);
+    await ingestReceipts(
+      store(),
+      a,
+      ids.map((m) => receipt(m, 'accepted', at(1))),
+    );
+    // m-4 is claimed on a short lease, which runs out; another claimer holds it now.
+    const claims = [
+      ...(await store().claimDeliveries(request({ limit: 3 }))),
+      ...(await store().claimDeliveries(request({ limit: 1, leaseUntil: at(15) }))),
+    ];
+    expect(claims).toHaveLength(4);
+    const of = (m: string) => claims.find((c) => JSON.parse(c.body).messageid === m) as ClaimedDelivery;
+    // m-3 superseded during its attempt.
+    await ingestReceipts(store(), a, [receipt('m-3', 'delivered', at(2))]);
+    const [stolen] = await store().claimDeliveries(request({ now: at(16), leaseUntil: at(90) }));
+    expect(stolen?.id).toBe(of('m-4').id);
+    await store().finishAttempts([
+      { claim: of('m-1'), outcome: { attempt: attempt(200), next: { state: 'delivered' } } },
+      {
+        claim: of('m-2'),
+        outcome: { attempt: attempt(503, 'HTTP 503'), next: { state: 'pending', at: at(30) } },
+      },
+      { claim: of('m-3'), outcome: { attempt: attempt(204), next: { state: 'delivered' } } },
+      { claim: of('m-4'), outcome: { attempt: attempt(200), next: { state: 'delivered' } } },
+    ]);
+    const detail = async (m: string) => store().getDelivery(a, of(m).id);
+    expect(await detail('m-1')).toMatchObject({
+      state: 'delivered',
+      attempts: 1,
+      attemptLog: [attempt(200)],
+    });
+    expect(await detail('m-2')).toMatchObject({
+      state: 'pending',
+      attempts: 1,
+      nextAttemptAt: at(30),
+      attemptLog: [attempt(503, 'HTTP 503')],
+    });
+    expect(await detail('m-3')).toMatchObject({
+      state: 'superseded',
+      attempts: 1,
+      attemptLog: [attempt(204)],
+    });
+    // Not the lease holder's result: ignored, and the new holder's lease stands.
+    expect(await detail('m-4')).toMatchObject({ state: 'pending', attempts: 0, attemptLog: [] });
+    await store().finishAttempts([
+      { claim: stolen as ClaimedDelivery, outcome: { attempt: attempt(200), next: { state: 'delivered' } } },
+    ]);
+    expect(await detail('m-4')).toMatchObject({ state: 'delivered', attempts: 1 });
+  });
+
+  it('turns callbacks off after a 410 recorded among other attempts', async () => {
+    const a = await accountWithSms(store(), ['m-1', 'm-2']);
+    await ingestReceipts(store(), a, [receipt('m-1', 'accepted', at(1)), receipt('m-2', 'accepted', at(1))]);
+    const [c1, c2] = await store().claimDeliveries(request());
+    await store().finishAttempts([
+      {
+        claim: c1 as ClaimedDelivery,
+        outcome: { attempt: attempt(410, 'HTTP 410'), next: { state: 'dead', disableAccount: true } },
+      },
+      { claim: c2 as ClaimedDelivery, outcome: { attempt: attempt(200), next: { state: 'delivered' } } },
+    ]);
+    expect((await store().getAccount(a))?.callbackEnabled).toBe(false);
+    expect((await store().getDelivery(a, c1?.id ?? ''))?.state).toBe('dead');
+    expect((await store().getDelivery(a, c2?.id ?? ''))?.state).toBe('delivered');
+  });
+
   it('supersedes an older pending delivery of the same recipient, and not another recipient', async () => {
     const { id: a } = await store().createAccount(newAccount({ callbackUrl: URL }));
     await ingest(store(), a, [sms('m-1', TO), sms('m-1', TO2)]);

@@ -36,6 +36,7 @@ describe('loadConfig', () => {
       callbackRetrySchedule: [5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400],
       callbackConcurrency: 64,
       callbackEndpointConcurrency: 8,
+      callbackPollMs: 1000,
       callbackAllowPrivate: false,
       callbackRelay: true,
       callbackSecretGraceSeconds: 86_400,

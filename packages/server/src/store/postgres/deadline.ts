@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
-import { type Store, StoreUnavailableError } from '../store.js';
+import { type Store, StoreUnavailableError, SUBSCRIPTIONS } from '../store.js';
 
 /**
  * The database deadline of the PostgreSQL store (WAYBILL_DB_TIMEOUT_MS, CONTRACT §11).
@@ -60,7 +60,7 @@ export async function withDeadline<T>(timeoutMs: number, work: () => Promise<T>)
 export function withDeadlines(store: Store, timeoutMs: number, unbounded: ReadonlySet<string>): Store {
   const guarded: Record<string, unknown> = { ...store };
   for (const [name, value] of Object.entries(store)) {
-    if (typeof value !== 'function' || name === 'close') continue;
+    if (typeof value !== 'function' || name === 'close' || SUBSCRIPTIONS.has(name)) continue;
     const method = (...args: unknown[]) =>
       (value as (...a: unknown[]) => Promise<unknown>).apply(store, args);
     guarded[name] = unbounded.has(name)

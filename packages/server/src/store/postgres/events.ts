@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { PlannedEvent, RecipientRef } from '../../domain/deliveries/events.js';
 import { isUuid } from '../../domain/formats.js';
 import { UnknownAccountError } from '../store.js';
+import { DELIVERIES_CHANNEL } from './delivery-notices.js';
 
 /**
  * Records a plan's events (receipt ingest, or parked receipts applied by message ingest) inside the batch's
@@ -62,7 +63,8 @@ export async function writeEvents(
                CASE WHEN delivery = 'pending' THEN recorded_at END
              FROM planned WHERE delivery IS NOT NULL
            )
-           SELECT last_event_seq FROM taken`,
+           SELECT last_event_seq, CASE WHEN $9::boolean THEN pg_notify('${DELIVERIES_CHANNEL}', '') END AS notice
+           FROM taken`,
     values: [
       accountId,
       events.map((e) => e.id),
@@ -72,6 +74,8 @@ export async function writeEvents(
       events.map((e) => e.messageCreatedAt.toISOString()),
       events.map((e) => JSON.stringify(e.item)),
       events.map((e) => e.delivery),
+      // Wakes the relays of every instance at commit (delivery-notices.ts).
+      events.some((e) => e.delivery === 'pending'),
     ],
   });
   if (taken.rowCount !== 1) throw new Error(`unknown account ${accountId}`);

@@ -1,7 +1,8 @@
 import type pg from 'pg';
 import type { ReceiptEvent } from '../../domain/deliveries/events.js';
 import * as rules from '../../domain/deliveries/rules.js';
-import type { ClaimedDelivery, ClaimRequest, DeliveryListQuery } from '../store.js';
+import type { ClaimedDelivery, ClaimRequest, DeliveryListQuery, FinishedAttempt } from '../store.js';
+import { notifyQueued } from './delivery-notices.js';
 import { inTransaction } from './pool.js';
 import {
   type AttemptRow,
@@ -158,13 +159,16 @@ async function lease(
 ): Promise<Map<string, number>> {
   const result = await pool.query<{ account_id: string; seq: number; attempts: number }>({
     name: 'wb_lease_deliveries',
+    // One primary-key probe per row asked for (LATERAL): joined to the array instead, the prepared statement's
+    // generic plan read every due delivery and hashed them, per claim (bench/callbacks.mjs on PostgreSQL).
     text: `WITH still AS (
-             SELECT d.account_id, d.seq FROM deliveries d
-             JOIN unnest($3::uuid[], $4::bigint[]) AS u (account_id, seq)
-               ON d.account_id = u.account_id AND d.seq = u.seq
-             WHERE d.state = 'pending' AND d.next_attempt_at <= $5
-               AND (d.lease_until IS NULL OR d.lease_until <= $5)
-             FOR UPDATE OF d SKIP LOCKED
+             SELECT s.account_id, s.seq FROM unnest($3::uuid[], $4::bigint[]) AS u (account_id, seq)
+             CROSS JOIN LATERAL (
+               SELECT d.account_id, d.seq FROM deliveries d
+               WHERE d.account_id = u.account_id AND d.seq = u.seq AND d.state = 'pending'
+                 AND d.next_attempt_at <= $5 AND (d.lease_until IS NULL OR d.lease_until <= $5)
+               FOR UPDATE OF d SKIP LOCKED
+             ) s
            )
            UPDATE deliveries d SET lease = $1, lease_until = $2
            FROM still s
@@ -297,6 +301,83 @@ export async function finish(
     if ((result.rows[0]?.n ?? 0) > 0) return;
   }
   throw new Error('the delivery kept changing while its attempt was recorded');
+}
+
+/**
+ * Records many attempts (those that ended together) as {@link finish} records each, in one statement for the
+ * common case: every delivery still pending under its claim's lease. The rule (finish.ts settleAttempt) is
+ * applied here to that expected state, as finish applies it first; the statement writes only the rows that
+ * still are so. The others — superseded meanwhile, the lease lost, or the row locked right now by an ingest
+ * batch superseding it (skipped rather than waited for, so this statement and ingest's multi-row updates never
+ * wait on each other in opposite orders) — then go through finish one by one, as does a 410 that turns the
+ * account's callbacks off (rare, and finish takes the delivery row before the account row).
+ */
+export async function finishAll(pool: pg.Pool, results: readonly FinishedAttempt[]): Promise<void> {
+  const batch: { claim: ClaimedDelivery; outcome: rules.AttemptOutcome; settled: rules.SettledAttempt }[] =
+    [];
+  const single: FinishedAttempt[] = [];
+  for (const { claim: claimed, outcome } of results) {
+    const settled = rules.settleAttempt({ state: 'pending', lease: claimed.lease }, claimed.lease, outcome);
+    if (settled === null || settled.disableCallbacks) single.push({ claim: claimed, outcome });
+    else batch.push({ claim: claimed, outcome, settled });
+  }
+  if (batch.length > 0) {
+    const written = await pool.query<{ account_id: string; id: string }>({
+      name: 'wb_finish_attempts',
+      // The log is numbered within the delivery's whole history (see finish); each delivery is at most once
+      // in a batch, as only its lease holder records its attempt.
+      text: `WITH u AS (
+               SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::timestamptz[],
+                 $6::timestamptz[], $7::int[], $8::text[], $9::int[])
+               AS u (account_id, id, lease, state, next_attempt_at, at, http_status, error, duration_ms)
+             ), still AS (
+               -- One probe of deliveries_id per attempt (LATERAL), never a scan of the pending queue (see lease).
+               -- The state is checked outside the probe, behind OFFSET 0: inside, the planner walked the
+               -- account's pending deliveries in deliveries_by_state to find each one (EXPLAIN, 9x the buffers
+               -- at a few thousand pending). A row locked here but no longer pending goes to finish.
+               SELECT s.account_id, s.seq, s.id FROM u
+               CROSS JOIN LATERAL (
+                 SELECT d.account_id, d.seq, d.id, d.state FROM deliveries d
+                 WHERE d.account_id = u.account_id AND d.id = u.id AND d.lease = u.lease
+                 FOR UPDATE OF d SKIP LOCKED
+                 OFFSET 0
+               ) s
+               WHERE s.state = 'pending'
+             ), done AS (
+               UPDATE deliveries d SET
+                 attempts = d.attempts + 1, state = u.state, next_attempt_at = u.next_attempt_at, lease = NULL,
+                 lease_until = NULL, last_at = u.at, last_http_status = u.http_status, last_error = u.error,
+                 last_duration_ms = u.duration_ms
+               FROM still s JOIN u ON u.account_id = s.account_id AND u.id = s.id
+               WHERE d.account_id = s.account_id AND d.seq = s.seq
+               RETURNING d.account_id, d.seq, d.id, u.at, u.http_status, u.error, u.duration_ms
+             ), logged AS (
+               INSERT INTO delivery_attempts (account_id, seq, n, at, http_status, error, duration_ms)
+               SELECT d.account_id, d.seq,
+                 coalesce((SELECT max(x.n) FROM delivery_attempts x
+                           WHERE x.account_id = d.account_id AND x.seq = d.seq), 0) + 1,
+                 d.at, d.http_status, d.error, d.duration_ms
+               FROM done d
+             )
+             SELECT account_id, id FROM done`,
+      values: [
+        batch.map((b) => b.claim.accountId),
+        batch.map((b) => b.claim.id),
+        batch.map((b) => b.claim.lease),
+        batch.map((b) => b.settled.state),
+        batch.map((b) => b.settled.nextAttemptAt?.toISOString() ?? null),
+        batch.map((b) => b.outcome.attempt.at.toISOString()),
+        batch.map((b) => b.outcome.attempt.httpStatus),
+        batch.map((b) => b.outcome.attempt.error),
+        batch.map((b) => Math.round(b.outcome.attempt.durationMs)),
+      ],
+    });
+    const recorded = new Set(written.rows.map((row) => `${row.account_id}\u0000${row.id}`));
+    for (const b of batch) {
+      if (!recorded.has(`${b.claim.accountId}\u0000${b.claim.id}`)) single.push(b);
+    }
+  }
+  for (const { claim: claimed, outcome } of single) await finish(pool, claimed, outcome);
 }
 
 export async function release(pool: pg.Pool, claimed: ClaimedDelivery, now: Date): Promise<void> {
@@ -484,6 +565,7 @@ export async function redeliver(
     const refusal = rules.redeliveryRefusal(row);
     if (refusal) return { commit: false, value: refusal };
     await requeue(client, accountId, [row.seq], now);
+    await notifyQueued(client);
     const updated = await deliveryRow(client, accountId, id);
     return { commit: true, value: updated ? deliveryFromRow(updated) : null };
   });
@@ -509,6 +591,7 @@ export async function redeliverDead(pool: pg.Pool, accountId: string, now: Date)
         chosen.map((row) => row.seq),
         now,
       );
+      await notifyQueued(client);
     }
     return { commit: true, value: chosen.length };
   });
@@ -592,6 +675,7 @@ export async function backfill(
       });
     }
     if (plan.requeue.length > 0) await requeue(client, accountId, plan.requeue, now);
+    if (rules.queuedBy(plan) > 0) await notifyQueued(client);
     return { commit: true, value: rules.queuedBy(plan) };
   });
 }

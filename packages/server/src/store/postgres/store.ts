@@ -3,6 +3,7 @@ import { isUuid } from '../../domain/formats.js';
 import type { Store } from '../store.js';
 import { accounts } from './accounts.js';
 import { latestStats, withDeadlines } from './deadline.js';
+import { DeliveryNotices } from './delivery-notices.js';
 import { messageIngest } from './ingest-messages.js';
 import { carrierReceiptIngest, receiptIngest } from './ingest-receipts.js';
 import { intakeRouteCalls } from './intake-routes.js';
@@ -121,6 +122,10 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
     return maintenancePool;
   };
 
+  const notices = options.transactionPooling
+    ? undefined
+    : new DeliveryNotices({ ...poolOptions, url: options.url });
+
   let closed = false;
   const store: Store = {
     engine: 'postgres',
@@ -138,6 +143,7 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
       if (closed) return;
       closed = true;
       await routing?.close();
+      await notices?.close();
       await primary.end();
       await maintenancePool?.end();
     },
@@ -184,8 +190,16 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
     async finishAttempt(claimed, outcome) {
       await outbox.finish(primary, claimed, outcome);
     },
+    async finishAttempts(results) {
+      await outbox.finishAll(primary, results);
+    },
     async releaseClaim(claimed) {
       await outbox.release(primary, claimed, new Date());
+    },
+    watchQueuedDeliveries(watcher) {
+      // Behind a transaction-mode pooler a LISTEN would hold no server connection of its own: poll only.
+      if (notices === undefined) return async () => {};
+      return notices.watch(watcher);
     },
     async nextDeliveryDue() {
       return outbox.nextDue(primary, new Date());

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
-import { type Store, StoreUnavailableError } from '../store.js';
+import { type Store, StoreUnavailableError, SUBSCRIPTIONS } from '../store.js';
 
 /**
  * SQLite answers SQLITE_BUSY at once when another connection (another process: a second worker, `waybill
@@ -37,7 +37,7 @@ const isBusy = (error: unknown): boolean =>
 export function retryingWhileBusy(store: Store, timeoutMs: number): Store {
   const guarded: Record<string, unknown> = { ...store };
   for (const [name, value] of Object.entries(store)) {
-    if (typeof value !== 'function' || name === 'close') continue;
+    if (typeof value !== 'function' || name === 'close' || SUBSCRIPTIONS.has(name)) continue;
     guarded[name] = (...args: unknown[]) =>
       retryWhileBusy(() => (value as (...a: unknown[]) => unknown).apply(store, args), timeoutMs);
   }

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
-import type { Store } from '../store.js';
+import { type Store, SUBSCRIPTIONS } from '../store.js';
 import type { CheckpointReport, CheckpointSettings } from './checkpoint-worker.js';
 import { READ_ONLY } from './file-guard.js';
 
@@ -162,7 +162,7 @@ export function holdingWritesForCheckpoints(
 ): Store {
   const held: Record<string, unknown> = { ...store };
   for (const [name, value] of Object.entries(store)) {
-    if (typeof value !== 'function' || READ_ONLY.has(name)) continue;
+    if (typeof value !== 'function' || READ_ONLY.has(name) || SUBSCRIPTIONS.has(name)) continue;
     held[name] = async (...args: unknown[]) => {
       await checkpointer.writable(timeoutMs);
       return (value as (...a: unknown[]) => unknown).apply(store, args);

@@ -1,6 +1,6 @@
 import { type Stats, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { type Store, StoreUnavailableError } from '../store.js';
+import { type Store, StoreUnavailableError, SUBSCRIPTIONS } from '../store.js';
 
 /**
  * Store calls that only read (and `close`). An unlinked database file still answers them, consistently, from the data it held;
@@ -54,7 +54,7 @@ export function guardingFile(store: Store, path: string, opened: Stats): Store {
   };
   const guarded: Record<string, unknown> = { ...store };
   for (const [name, value] of Object.entries(store)) {
-    if (typeof value !== 'function' || READ_ONLY.has(name)) continue;
+    if (typeof value !== 'function' || READ_ONLY.has(name) || SUBSCRIPTIONS.has(name)) continue;
     guarded[name] = async (...args: unknown[]) => {
       check();
       return (value as (...a: unknown[]) => unknown).apply(store, args);

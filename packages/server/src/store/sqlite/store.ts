@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import type Database from 'better-sqlite3';
-import type { AttemptOutcome, ClaimedDelivery, ClaimRequest, Store } from '../store.js';
+import type { AttemptOutcome, ClaimedDelivery, ClaimRequest, FinishedAttempt, Store } from '../store.js';
 import { type AccountStatements, accounts, prepareAccounts } from './accounts.js';
 import { retryingWhileBusy } from './busy.js';
 import { type Checkpointer, holdingWritesForCheckpoints, startCheckpointer } from './checkpointer.js';
@@ -98,6 +98,10 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
   const finish = db.transaction((claimed: ClaimedDelivery, outcome: AttemptOutcome) =>
     outbox.finish(sql.outbox, claimed, outcome),
   );
+  // One transaction for the attempts that ended together: one commit instead of one each.
+  const finishAll = db.transaction((results: readonly FinishedAttempt[]) => {
+    for (const { claim: claimed, outcome } of results) outbox.finish(sql.outbox, claimed, outcome);
+  });
   const redeliver = db.transaction((accountId: string, id: string, now: Date) =>
     outbox.redeliver(sql.outbox, accountId, id, now),
   );
@@ -153,8 +157,15 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     async finishAttempt(claimed, outcome) {
       finish.immediate(claimed, outcome);
     },
+    async finishAttempts(results) {
+      if (results.length > 0) finishAll.immediate(results);
+    },
     async releaseClaim(claimed) {
       sql.outbox.release.run(Date.now(), claimed.accountId, claimed.id, claimed.lease);
+    },
+    watchQueuedDeliveries() {
+      // One process writes a SQLite file, and it pokes its own relay.
+      return async () => {};
     },
     async nextDeliveryDue() {
       return outbox.nextDue(sql.outbox, new Date());
