@@ -177,7 +177,9 @@ export class ConsolePage {
     if (process.env.WAYBILL_DOCS_SCREENSHOTS !== '1' || this.engine !== 'sqlite') return;
     await this.page.setViewportSize(WIDE);
     mkdirSync(DOCS_IMAGES_DIR, { recursive: true });
-    // The first screen only (1280 × 800): what a reader needs to recognise the page, at a modest size.
+    // The first screen only (1280 × 800): what a reader needs to recognise the page, at a modest size. A Tab
+    // walk (check) may have scrolled the page down; the first screen is its top.
+    await this.page.evaluate('window.scrollTo(0, 0)');
     await this.page.screenshot({ path: `${DOCS_IMAGES_DIR}console-${name}.png` });
   }
 
