@@ -58,7 +58,8 @@ export interface DailyRatePoint {
 export function dailyRateChart(points: readonly DailyRatePoint[], id = 'chart-daily-rate'): string {
   const width = 720;
   const height = 240;
-  const left = 52;
+  // Room for the widest tick label, "100 %", at the chart's 16 px.
+  const left = 64;
   const right = 8;
   const top = 12;
   const bottom = 30;
