@@ -91,6 +91,8 @@ describe('bench datagen (SQLite)', () => {
         'campaign',
         'conversations',
         'generation',
+        // The dataset's last instant: the review scenario asks for the 30 days before it.
+        'end',
       ].sort(),
     );
     expect(JSON.parse(readFileSync(`${file}.manifest.json`, 'utf8'))).toEqual(manifest);
