@@ -6,11 +6,11 @@ import { routeDetailWire } from '../http/intake-routes.js';
 import {
   createAccount,
   deleteServedAccount,
-  rotateCallbackSecret,
   rotateServedSecret,
   updateServedAccount,
 } from '../operations/accounts.js';
 import { patchFromForm } from './account-form.js';
+import { rotateAndShowCallbackSecret } from './callback-secret.js';
 import { operatorOnly } from './guards.js';
 import { type ConsoleDeps, field, page } from './render.js';
 
@@ -120,21 +120,13 @@ export async function operatorPages(app: FastifyInstance, { ctx }: ConsoleDeps):
 
   app.post('/operator/accounts/:id/callback-secret', opts, async (request, reply) => {
     const account = await accountOr404(ctx, idOf(request));
-    const rotated = await rotateCallbackSecret(
-      ctx.store,
-      ctx.pepper,
+    return rotateAndShowCallbackSecret(
+      ctx,
+      request,
+      reply,
       account.id,
-      ctx.now(),
-      ctx.config.callbackSecretGraceSeconds,
+      `/console/operator/accounts/${account.id}`,
     );
-    if (!rotated) throw new ApiError('not_found', 'This account no longer exists.');
-    return page(request, reply, 'secret', {
-      title: 'New callback secret',
-      account: rotated.account,
-      back: `/console/operator/accounts/${rotated.account.id}`,
-      shown: [['Callback secret', rotated.callbackSecret]],
-      note: `The previous one keeps signing beside it for ${ctx.config.callbackSecretGraceSeconds} s.`,
-    });
   });
 
   app.post('/operator/accounts/:id/delete', opts, async (request, reply) => {

@@ -1,9 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../domain/errors.js';
 import type { Account } from '../domain/records.js';
-import { rotateCallbackSecret, updateServedAccount } from '../operations/accounts.js';
+import { updateServedAccount } from '../operations/accounts.js';
 import { sendTestDelivery } from '../operations/test-delivery.js';
 import { patchFromForm } from './account-form.js';
+import { rotateAndShowCallbackSecret } from './callback-secret.js';
 import { pageAccount, signedOnly } from './guards.js';
 import { type ConsoleDeps, field, page } from './render.js';
 
@@ -16,10 +17,10 @@ const SETTINGS_FIELDS = ['callbackUrl', 'callbackEnabled', 'ipWhitelist'] as con
  */
 export async function settingsPages(app: FastifyInstance, { ctx }: ConsoleDeps): Promise<void> {
   const opts = { schema: { hide: true }, preHandler: signedOnly };
-  const settingsUrl = (request: FastifyRequest, account: Account, notice: string) => {
-    const query = new URLSearchParams({ notice });
+  const settingsUrl = (request: FastifyRequest, account: Account, notice?: string) => {
+    const query = new URLSearchParams(notice === undefined ? {} : { notice });
     if (request.signed?.kind === 'operator') query.set('account', account.id);
-    return `/console/settings?${query}`;
+    return query.size === 0 ? '/console/settings' : `/console/settings?${query}`;
   };
 
   app.get('/settings', opts, async (request, reply) => {
@@ -46,22 +47,7 @@ export async function settingsPages(app: FastifyInstance, { ctx }: ConsoleDeps):
 
   app.post('/settings/callback-secret', opts, async (request, reply) => {
     const account = await pageAccount(ctx, request);
-    const rotated = await rotateCallbackSecret(
-      ctx.store,
-      ctx.pepper,
-      account.id,
-      ctx.now(),
-      ctx.config.callbackSecretGraceSeconds,
-    );
-    if (!rotated) throw new ApiError('not_found', 'This account no longer exists.');
-    // Shown on this answer only (CONTRACT §13: once, after its rotation, and never again).
-    return page(request, reply, 'secret', {
-      title: 'New callback secret',
-      account: rotated.account,
-      shown: [['Callback secret', rotated.callbackSecret]],
-      note: `The previous one keeps signing beside it for ${ctx.config.callbackSecretGraceSeconds} s.`,
-      back: settingsUrl(request, rotated.account, 'rotated').replace(/notice=rotated&?/, ''),
-    });
+    return rotateAndShowCallbackSecret(ctx, request, reply, account.id, settingsUrl(request, account));
   });
 
   app.post('/settings/test-delivery', opts, async (request, reply) => {
