@@ -31,6 +31,7 @@ import { DOCUMENTED, finishDocument } from './http/openapi-document.js';
 import { acceptAllMethods, methodNotAllowed, registerProtocol, requestIdFrom } from './http/protocol.js';
 import { registerRequestMetrics } from './http/request-metrics.js';
 import { type NamedSchema, SHARED_SCHEMAS } from './http/schemas.js';
+import { cachedSerializerFactory } from './http/serializers.js';
 import { leasedStatus } from './intake/smpp-binds.js';
 import { adminAccountRoutes } from './routes/admin-accounts.js';
 import { adminCallbackRoutes, DELIVERY_SCHEMAS } from './routes/admin-callbacks.js';
@@ -163,6 +164,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     ajv: {
       customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, keywords: [DOCUMENTED] },
     },
+    schemaController: { compilersFactory: { buildSerializer: cachedSerializerFactory() } },
   });
 
   acceptAllMethods(app);
