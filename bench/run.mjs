@@ -13,27 +13,32 @@
 // rate limit off), pinned to CPU 0; the load comes from another process (bench/lib/loader.mjs) pinned to CPU 1. Each read scenario is measured
 // alternately against Waybill and against the ceiling, a bare node:http server answering the same bytes, in
 // --rounds rounds; the figures are medians over the rounds, and the ratio is Waybill's req/s over the ceiling's.
-// On SQLite the /dlr scenarios also measure the lean reference (bench/lib/lean.mjs: /dlr on node:http and
-// better-sqlite3 alone) in the same rounds, and print Waybill's ratio to it beside the ratio to the ceiling.
+// On SQLite the dlr, dlr-missing, mode1, history and receipts-feed scenarios also measure the lean reference
+// (bench/lib/lean.mjs: those endpoints on node:http and better-sqlite3 alone) in the same rounds, once it has
+// answered a few of the scenario's requests with Waybill's very bytes, and print Waybill's ratio to it beside
+// the ratio to the ceiling.
 // Server CPU per request comes from /proc. The ingest scenario (bench/lib/ingest.mjs) runs each build on its own
 // fresh copy of the dataset, alternately, and reports records/s and server CPU per 1,000 records. The intake
 // scenarios (bench/lib/intake.mjs) push receipts through one SMPP bind and the Kannel adapter, each round on a
 // fresh copy, beside the operator API's receipts measured on the same server in the same round.
-// docs/benchmarks.md explains the figures and records them.
+// The run ends with the goals of issue 19 (bench/lib/goals.mjs): each with this run's figure, or the scenario
+// that measures it. docs/benchmarks.md explains the figures and records them.
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { runCallbacks } from './lib/callbacks.mjs';
 import { commandLine } from './lib/cli.mjs';
 import { postgresCpuMs } from './lib/cpu.mjs';
+import { goalRows } from './lib/goals.mjs';
 import { copyDatabase, dropDatabase, runIngest } from './lib/ingest.mjs';
 import { runIntake } from './lib/intake.mjs';
 import { dataDir, manifestPathFor, serverDist } from './lib/paths.mjs';
 import { startCeiling, startLean, startLoader, startWaybill } from './lib/processes.mjs';
-import { READ_SCENARIOS, rawGet, runReview, sampleBody } from './lib/scenarios.mjs';
+import { fmt, leanShare, markdownTable } from './lib/report.mjs';
+import { firstDifference, READ_SCENARIOS, rawGet, runReview, sampleBody } from './lib/scenarios.mjs';
 
-/** The scenarios the lean reference (bench/lib/lean.mjs) is measured in as well: valid /dlr requests. */
-const LEAN_SCENARIOS = new Set(['dlr', 'dlr-missing']);
+/** The scenarios the lean reference (bench/lib/lean.mjs) is measured in as well: valid requests it serves. */
+const LEAN_SCENARIOS = new Set(['dlr', 'dlr-missing', 'mode1', 'history', 'receipts-feed']);
 const ALL = [
   ...Object.keys(READ_SCENARIOS),
   'workers',
@@ -137,8 +142,6 @@ console.log(
     (baselineDist ? `; baseline build ${baselineDist}` : ''),
 );
 
-const fmt = (x, d = 0) =>
-  Number.isFinite(x) ? x.toLocaleString('en', { maximumFractionDigits: d, minimumFractionDigits: d }) : '–';
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0
@@ -211,7 +214,7 @@ if (readNames.length > 0) {
         env: serverEnv,
       })
     : null;
-  // The lean reference answers /dlr only, and reads SQLite only.
+  // The lean reference reads SQLite only.
   const lean =
     engine === 'SQLite' && readNames.some((s) => LEAN_SCENARIOS.has(s))
       ? await startLean({ ...dataset, cpus: '0', env: serverEnv })
@@ -226,7 +229,15 @@ if (readNames.length > 0) {
       const body = await sampleBody(waybill.url, paths);
       const ceiling = await startCeiling({ body, cpus: '0', label: `ceiling-${name}` });
       const got = { waybill: [], ceiling: [], baseline: [], lean: [] };
-      const withLean = lean && LEAN_SCENARIOS.has(name) ? lean : null;
+      let withLean = lean && LEAN_SCENARIOS.has(name) ? lean : null;
+      // A lean reference that answers other bytes does other work: no ratio to it, and the run fails.
+      const differs =
+        withLean && (await firstDifference(scenario, paths, ['Waybill', waybill.url], ['lean', lean.url]));
+      if (differs) {
+        console.error(`${name}: THE LEAN REFERENCE ANSWERS OTHER BYTES THAN WAYBILL. ${differs}`);
+        errors.push(`${name}: the lean reference differs from Waybill: ${differs}`);
+        withLean = null;
+      }
       try {
         for (let round = 0; round < ROUNDS; round++) {
           got.ceiling.push(await measure(loader, ceiling, requests));
@@ -250,7 +261,9 @@ if (readNames.length > 0) {
         ceiling: c,
         ratio: w.rps / c.rps,
         ...(b ? { baseline: b, baselineRatio: b.rps / c.rps } : {}),
-        ...(l ? { lean: l, leanRatio: w.rps / l.rps } : {}),
+        ...(l
+          ? { lean: l, leanRatio: w.rps / l.rps, leanCpuRatio: l.cpuUsPerRequest / w.cpuUsPerRequest }
+          : {}),
         target: scenario.target ?? null,
       };
       if (scenario.target?.costOf && costs.has(scenario.target.costOf)) {
@@ -324,7 +337,7 @@ function printRow(r) {
     line += ` (baseline build ${fmt(r.baselineRatio, 2)}, ${fmt(r.baseline.rps)} req/s, ${fmt(r.baseline.cpuUsPerRequest)} µs CPU/req)`;
   }
   if (r.lean) {
-    line += ` | lean ${fmt(r.lean.rps)} req/s ${fmt(r.lean.cpuUsPerRequest)} µs, Waybill ${fmt(r.leanRatio, 2)}× of it`;
+    line += ` | Waybill ${leanShare(r)}`;
   }
   if (r.costRatio !== undefined) line += ` | cost ×${fmt(r.costRatio, 2)} of ${r.target.costOf}`;
   if (r.serverRssMb !== undefined) line += ` | RSS ${fmt(r.serverRssMb)} MB`;
@@ -544,24 +557,61 @@ if (scenarios.includes('callbacks')) {
 
 // ---------------------------------------------------------------------------------------------------------
 console.log(
-  '\n| scenario | Waybill req/s | p50 ms | p99 ms | server CPU µs/req | ceiling req/s | ratio | target |',
+  `\n${markdownTable(
+    [
+      ['scenario', ''],
+      ['Waybill req/s', ':'],
+      ['p50 ms', ':'],
+      ['p99 ms', ':'],
+      ['server CPU µs/req', ':'],
+      ['ceiling req/s', ':'],
+      ['ratio', ':'],
+      ['target', ''],
+    ],
+    rows
+      .filter((r) => r.waybill)
+      .map((r) => {
+        const t = r.target;
+        const target = !t
+          ? ''
+          : t.ratio
+            ? `≥ ${t.ratio}×${t.p99Ms ? `, p99 ≤ ${t.p99Ms} ms` : ''}`
+            : `cost ≤ ${t.costRatio}× ${t.costOf}: ×${fmt(r.costRatio, 2)}`;
+        return [
+          r.title,
+          fmt(r.waybill.rps),
+          fmt(r.waybill.p50Ms, 2),
+          fmt(r.waybill.p99Ms, 2),
+          `${fmt(r.waybill.cpuUsPerRequest)}${r.baseline ? ` (was ${fmt(r.baseline.cpuUsPerRequest)})` : ''}`,
+          fmt(r.ceiling.rps),
+          `**${fmt(r.ratio, 2)}×**${r.baseline ? ` (was ${fmt(r.baselineRatio, 2)}×)` : ''}${r.lean ? `; ${leanShare(r)}` : ''}`,
+          target,
+        ];
+      }),
+  )}`,
 );
-console.log('|---|---:|---:|---:|---:|---:|---:|---|');
-for (const r of rows.filter((x) => x.waybill)) {
-  const t = r.target;
-  const target = !t
-    ? ''
-    : t.ratio
-      ? `≥ ${t.ratio}×${t.p99Ms ? `, p99 ≤ ${t.p99Ms} ms` : ''}`
-      : `cost ≤ ${t.costRatio}× ${t.costOf}: ×${fmt(r.costRatio, 2)}`;
-  console.log(
-    `| ${r.title} | ${fmt(r.waybill.rps)} | ${fmt(r.waybill.p50Ms, 2)} | ${fmt(r.waybill.p99Ms, 2)} | ${fmt(r.waybill.cpuUsPerRequest)}${r.baseline ? ` (was ${fmt(r.baseline.cpuUsPerRequest)})` : ''} | ${fmt(r.ceiling.rps)} | **${fmt(r.ratio, 2)}×**${r.baseline ? ` (was ${fmt(r.baselineRatio, 2)}×)` : ''}${r.lean ? `; ${fmt(r.leanRatio, 2)}× of the lean reference (${fmt(r.lean.rps)} req/s, ${fmt(r.lean.cpuUsPerRequest)} µs)` : ''} | ${target} |`,
-  );
-}
+
+// The goals of issue 19, from this run's rows; the dataset's size is the generator's record of it.
+const datasetBytes =
+  manifest.generation?.bytes ?? (engine === 'SQLite' ? statSync(databaseUrl.slice(7)).size : null);
+const goals = goalRows({ rows, engine, recipients: manifest.recipients, datasetBytes });
+console.log(
+  `\nGoals (issue 19)${QUICK ? ' — --quick: figures of a short check that everything runs, not measurements' : ''}\n\n` +
+    markdownTable(
+      [
+        ['goal', ''],
+        ['target', ''],
+        ['this run', ''],
+        ['status', ''],
+        ['measured by', ''],
+      ],
+      goals.map((g) => [g.goal, g.target, g.measured, g.verdict, g.by]),
+    ),
+);
 if (opts.json) {
   writeFileSync(
     opts.json,
-    `${JSON.stringify({ date: new Date().toISOString(), engine, manifest: { recipients: manifest.recipients, records: manifest.records, events: manifest.events, bytes: databaseUrl.startsWith('sqlite:') ? statSync(databaseUrl.slice(7)).size : null }, rows }, null, 2)}\n`,
+    `${JSON.stringify({ date: new Date().toISOString(), engine, manifest: { recipients: manifest.recipients, records: manifest.records, events: manifest.events, bytes: databaseUrl.startsWith('sqlite:') ? statSync(databaseUrl.slice(7)).size : null }, rows, goals }, null, 2)}\n`,
   );
 }
 if (errors.length > 0) {

@@ -137,7 +137,7 @@ export function startCeiling({ body, cpus, label = 'ceiling' }) {
 }
 
 /**
- * The lean reference for /dlr (bench/lib/lean.mjs) on a SQLite dataset, with the server's pepper and cache
+ * The lean reference (bench/lib/lean.mjs: /dlr, /messages, /receipts) on a SQLite dataset, with the server's pepper and cache
  * settings (`env`).
  */
 export function startLean({ databaseUrl, pepper, cpus, env = {}, label = 'lean' }) {

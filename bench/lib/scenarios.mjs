@@ -45,6 +45,8 @@ export const READ_SCENARIOS = {
   mode1: {
     title: '/messages, mode 1 (20 ids)',
     target: { ratio: 0.25 },
+    // The deprecated v1 path answers mode 1 too (a bare array): the lean reference's answers are checked there.
+    alsoAt: (path) => path.replace('/messages?', '/api/v1/contacts/messages?'),
     async requests(m) {
       const rand = random(11);
       return Array.from({ length: 1000 }, () => {
@@ -134,6 +136,32 @@ export async function sampleBody(baseUrl, paths) {
   }
   bodies.sort((a, b) => a.length - b.length);
   return bodies[Math.floor(bodies.length / 2)];
+}
+
+/**
+ * The first request of `paths` (the first `n`, each also at the scenario's `alsoAt` path) that the servers at
+ * `baseA` and `baseB` answer with different statuses or bytes, as a sentence; null when they answer alike.
+ */
+export async function firstDifference(scenario, paths, [a, baseA], [b, baseB], n = 3) {
+  const get = async (base, path, headers) => {
+    const res = await fetch(base + path, { headers });
+    return { status: res.status, bytes: Buffer.from(await res.arrayBuffer()) };
+  };
+  for (const { path, headers } of paths.slice(0, n)) {
+    for (const p of scenario.alsoAt ? [path, scenario.alsoAt(path)] : [path]) {
+      const [x, y] = [await get(baseA, p, headers), await get(baseB, p, headers)];
+      if (x.status === y.status && x.bytes.equals(y.bytes)) continue;
+      let at = 0;
+      while (at < Math.min(x.bytes.length, y.bytes.length) && x.bytes[at] === y.bytes[at]) at++;
+      const around = (bytes) => JSON.stringify(bytes.subarray(Math.max(0, at - 40), at + 40).toString());
+      return (
+        `GET ${p.replace(/secret=[^&]*/, 'secret=…').slice(0, 100)}: ${a} ${x.status} (${x.bytes.length} bytes), ` +
+        `${b} ${y.status} (${y.bytes.length} bytes), first different byte ${at}: ${a} ${around(x.bytes)}, ` +
+        `${b} ${around(y.bytes)}`
+      );
+    }
+  }
+  return null;
 }
 
 /**

@@ -1,0 +1,108 @@
+// The lean contact-message query (bench/lib/lean.mjs), `GET /messages` and `GET /api/v1/contacts/messages`:
+// mode 1 (`messageIds`: one query with an `IN`, records oldest first) and a contact's history by channel and
+// channelUserId (the contact and its conversation in one lookup, then one keyset query for the page, and the
+// cursor signed as Waybill signs it). What Waybill also serves there and a lean reference does not: contactId,
+// campaignId, the parameters' validation.
+import { credentials, cursorMac } from './lean-auth.mjs';
+
+const COLUMNS =
+  'id, channel, direction, contact_id, channel_user_id, conversation_id, campaign_id, text, content, status, ' +
+  'sms_status, dr_statuscode, created_at';
+const CURSOR = 'waybill.cursor.v1\0';
+
+/** A record's status as the contract derives it (Waybill's messageStatus). */
+function status(row) {
+  if (row.direction === 'inbound') return 'received';
+  if (row.sms_status === null) return row.status ?? 'sent';
+  if (row.sms_status === '1') return 'pending';
+  if (row.sms_status === '400') return 'failed';
+  const code = row.dr_statuscode;
+  if (code === null || code === 'accepted') return 'sent';
+  return code === 'delivered' ? 'delivered' : 'failed';
+}
+
+/** A message record as Waybill's toMessageRecord builds it. */
+function record(row) {
+  return {
+    id: row.id,
+    channel: row.channel,
+    direction: row.direction,
+    contactId: row.contact_id,
+    channelUserId: row.channel_user_id,
+    conversationId: row.conversation_id,
+    campaignId: row.campaign_id,
+    text: row.text,
+    content: row.content === null ? null : JSON.parse(row.content),
+    status: status(row),
+    createdAt: new Date(row.created_at).toISOString(),
+  };
+}
+
+/** `GET /messages` and its v1 predecessor, as `(query, request) => [status, body]`. */
+export function messagesRoutes(db, authenticate) {
+  const byIds = db.prepare(
+    `SELECT ${COLUMNS} FROM messages
+     WHERE account_id = ? AND id IN (SELECT value FROM json_each(?))
+     ORDER BY created_at, id, channel_user_id`,
+  );
+  const conversation = db.prepare(
+    `SELECT i.contact_id, c.id FROM identities i
+     JOIN conversations c ON c.account_id = i.account_id AND c.contact_id = i.contact_id AND c.channel = i.channel
+     WHERE i.account_id = ? AND i.channel = ? AND i.channel_user_id = ?`,
+  );
+  const page = (keyset) =>
+    db.prepare(
+      `SELECT ${COLUMNS} FROM messages INDEXED BY messages_history
+       WHERE account_id = @account AND conversation_id = @conversation
+       ${keyset ? 'AND (created_at, id, channel_user_id) < (@at, @id, @user)' : ''}
+       ORDER BY created_at DESC, id DESC, channel_user_id DESC LIMIT @limit`,
+    );
+  const firstPage = page(false);
+  const nextPage = page(true);
+
+  function history(accountId, query) {
+    const channel = query.get('channel')?.toUpperCase();
+    const channelUserId = query.get('channelUserId');
+    if (!channel || !channelUserId) return [400, { detail: 'the lean reference knows channelUserId only' }];
+    const size = Number(query.get('size') ?? 20);
+    const found = conversation.get(accountId, channel, channelUserId);
+    if (!found) return [200, { messages: [], nextCursor: null, hasMore: false }];
+    const binding = [accountId, found.contact_id, channel, null];
+    const params = { account: accountId, conversation: found.id, limit: size + 1 };
+    const cursor = query.get('cursor');
+    let rows;
+    if (cursor) {
+      const dot = cursor.indexOf('.');
+      const payload = cursor.slice(0, dot);
+      if (dot <= 0 || cursor.slice(dot + 1) !== cursorMac(CURSOR, payload, binding))
+        return [400, { detail: 'cursor is not valid for this query' }];
+      [params.at, params.id, params.user] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+      rows = nextPage.all(params);
+    } else {
+      rows = firstPage.all(params);
+    }
+    const hasMore = rows.length > size;
+    const messages = rows.slice(0, size).reverse();
+    let nextCursor = null;
+    if (hasMore) {
+      const oldest = messages[0];
+      const position = JSON.stringify([oldest.created_at, oldest.id, oldest.channel_user_id]);
+      const payload = Buffer.from(position).toString('base64url');
+      nextCursor = `${payload}.${cursorMac(CURSOR, payload, binding)}`;
+    }
+    return [200, { messages: messages.map(record), nextCursor, hasMore }];
+  }
+
+  /** Mode 1 answers a bare array on v1 and an envelope on /messages. */
+  const route = (envelope) => (query, request) => {
+    const given = credentials(query, request.headers.authorization);
+    const account = given && authenticate(given.key, given.secret);
+    if (!account) return [401, { detail: 'invalid credentials' }];
+    if (query.has('campaignId')) return [400, { detail: 'the lean reference knows no campaignId' }];
+    const ids = query.get('messageIds');
+    if (ids === null) return history(account.id, query);
+    const messages = byIds.all(account.id, JSON.stringify(ids.split(','))).map(record);
+    return [200, envelope ? { messages, nextCursor: null, hasMore: false } : messages];
+  };
+  return { '/messages': route(true), '/api/v1/contacts/messages': route(false) };
+}

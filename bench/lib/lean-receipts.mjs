@@ -1,0 +1,47 @@
+// The lean receipt feed (bench/lib/lean.mjs), `GET /receipts`: the `after` cursor checked as Waybill checks it,
+// one query for the events after it (one more than asked, to learn whether more exist), each stored item parsed
+// into its event, and the next cursor signed.
+import { credentials, cursorMac } from './lean-auth.mjs';
+
+const SEQ_CURSOR = 'waybill.seq-cursor.v1\0';
+
+/** `GET /receipts`, as `(query, request) => [status, body]`. */
+export function receiptsRoutes(db, authenticate) {
+  const events = db.prepare(
+    'SELECT seq, id, recorded_at, item FROM receipt_events WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?',
+  );
+  return {
+    '/receipts'(query, request) {
+      const given = credentials(query, request.headers.authorization);
+      const account = given && authenticate(given.key, given.secret);
+      if (!account) return [401, { detail: 'invalid credentials' }];
+      const binding = ['receipts', account.id];
+      const limit = Number(query.get('limit') ?? 100);
+      let after = 0;
+      const cursor = query.get('after');
+      if (cursor) {
+        const dot = cursor.indexOf('.');
+        const payload = cursor.slice(0, dot);
+        if (dot <= 0 || cursor.slice(dot + 1) !== cursorMac(SEQ_CURSOR, payload, binding))
+          return [400, { detail: 'after is not a cursor of this feed' }];
+        after = Number(Buffer.from(payload, 'base64url').toString('utf8'));
+      }
+      const rows = events.all(account.id, after, limit + 1);
+      const page = rows.slice(0, limit);
+      const last = page.length > 0 ? page[page.length - 1].seq : after;
+      const payload = Buffer.from(String(last)).toString('base64url');
+      return [
+        200,
+        {
+          receipts: page.map((e) => ({
+            id: e.id,
+            recordedAt: new Date(e.recorded_at).toISOString(),
+            receipt: JSON.parse(e.item),
+          })),
+          nextCursor: `${payload}.${cursorMac(SEQ_CURSOR, payload, binding)}`,
+          hasMore: rows.length > limit,
+        },
+      ];
+    },
+  };
+}
