@@ -15,9 +15,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import os from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { postgresCpuMs } from './cpu.mjs';
 import { serverDist } from './paths.mjs';
+import { onServer } from './postgres.mjs';
 import { sleep, startWaybill } from './processes.mjs';
 
 const BATCH = 1000;
@@ -72,19 +72,6 @@ async function postBatch(server, accountOf, n, from, kind, item) {
     answers.push({ list, answer: await server.admin.post(`/accounts/${id}/${kind}`, { [kind]: list }) });
   }
   return answers;
-}
-
-/** Runs `sql` on the server of `url` (its `postgres` database). */
-async function onServer(url, sql) {
-  const admin = new URL(url);
-  admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
 }
 
 /**

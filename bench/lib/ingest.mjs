@@ -8,8 +8,8 @@
 // has a callback URL (start the server with the relay off), so applied receipts queue deliveries as they do for
 // an account that uses callbacks. Bodies are generated and serialized before the clock starts.
 import { closeSync, copyFileSync, existsSync, fsyncSync, openSync, rmSync } from 'node:fs';
-import pg from 'pg';
 import { postgresCpuMs } from './cpu.mjs';
+import { onServer } from './postgres.mjs';
 import { int, pick, random } from './random.mjs';
 
 const BATCH = 1000;
@@ -183,18 +183,6 @@ export async function runIngest({ server, databaseUrl, records: count, seed = 99
 const sqliteFile = (url) => url.slice('sqlite:'.length);
 const databaseName = (url) => new URL(url).pathname.slice(1);
 
-async function postgres(url, sql) {
-  const admin = new URL(url);
-  admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 /**
  * A copy of the database of `databaseUrl` named after `label`: a file beside a SQLite dataset (written out
  * now, or the server's first checkpoint would fsync the whole copy inside the measurement), or a database made
@@ -219,8 +207,8 @@ export async function copyDatabase(databaseUrl, label) {
   const source = databaseName(databaseUrl);
   const copy = new URL(databaseUrl);
   copy.pathname = `/${source}_${name}`;
-  await postgres(databaseUrl, `DROP DATABASE IF EXISTS ${source}_${name} WITH (FORCE)`);
-  await postgres(databaseUrl, `CREATE DATABASE ${source}_${name} TEMPLATE ${source}`);
+  await onServer(databaseUrl, `DROP DATABASE IF EXISTS ${source}_${name} WITH (FORCE)`);
+  await onServer(databaseUrl, `CREATE DATABASE ${source}_${name} TEMPLATE ${source}`);
   return copy.toString();
 }
 
@@ -229,6 +217,6 @@ export async function dropDatabase(databaseUrl) {
   if (databaseUrl.startsWith('sqlite:')) {
     for (const suffix of ['', '-wal', '-shm']) rmSync(sqliteFile(databaseUrl) + suffix, { force: true });
   } else {
-    await postgres(databaseUrl, `DROP DATABASE IF EXISTS ${databaseName(databaseUrl)} WITH (FORCE)`);
+    await onServer(databaseUrl, `DROP DATABASE IF EXISTS ${databaseName(databaseUrl)} WITH (FORCE)`);
   }
 }
