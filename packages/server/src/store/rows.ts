@@ -1,5 +1,5 @@
 import type { AttemptRecord, Delivery, DeliveryState } from '../domain/deliveries/delivery.js';
-import type { ReceiptEvent } from '../domain/deliveries/events.js';
+import type { ReceiptEvent, StoredReceiptEvent } from '../domain/deliveries/events.js';
 import type { CarrierClaim } from '../domain/ingest/plan-messages.js';
 import { conversationKey, identityKey, recordKey } from '../domain/ingest/plan-messages.js';
 import type { ParkedCarrierReceipt, ParkedReceipt } from '../domain/ingest/plan-receipts.js';
@@ -298,6 +298,12 @@ export function rowMappers<C extends ColumnTypes>({ date, json }: Conversions<C>
       seq: row.seq,
       recordedAt: date(row.recorded_at),
       item: JSON.parse(row.item) as DlrItem,
+    }),
+    storedEvent: (row: EventRow<C>): StoredReceiptEvent => ({
+      id: row.id,
+      seq: row.seq,
+      recordedAt: date(row.recorded_at),
+      itemJson: row.item,
     }),
     delivery: (row: DeliveryRow<C>): Delivery => ({
       id: row.id,

@@ -1,6 +1,6 @@
 import type { AttemptOutcome } from '../domain/deliveries/attempt-outcome.js';
 import type { Delivery, DeliveryDetail, DeliveryState } from '../domain/deliveries/delivery.js';
-import type { ReceiptEvent } from '../domain/deliveries/events.js';
+import type { ReceiptEvent, StoredReceiptEvent } from '../domain/deliveries/events.js';
 import type { CarrierReceiptResult, RouteAccounts } from '../domain/ingest/plan-carrier-receipts.js';
 import type {
   BatchOutcome,
@@ -326,6 +326,8 @@ export interface QueryStore {
    * once every event before it is visible too (no gap, even while ingests commit concurrently).
    */
   listReceiptEvents(accountId: string, afterSeq: number, limit: number): Promise<ReceiptEvent[]>;
+  /** The same events with their items as stored (JSON text), for the feed to answer as they are. */
+  listStoredReceiptEvents(accountId: string, afterSeq: number, limit: number): Promise<StoredReceiptEvent[]>;
   /**
    * The review rollup of a period (domain/review.ts ReviewPeriod: whole UTC days, optionally one campaign):
    * recipients per (day, network, drStatuscode, drErrcode) and the time-to-final-receipt histogram. Reads the

@@ -1,4 +1,6 @@
+import fastJson from 'fast-json-stringify';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { ReceiptFeedSchema, SHARED_SCHEMAS } from '../../src/http/schemas.js';
 import { engines } from '../support/engines.js';
 import { basic, type CreatedAccount, START, useHarness } from '../support/http.js';
 import { expectProblem } from '../support/problems.js';
@@ -77,6 +79,28 @@ describe.each(engines())('$name GET /receipts', (engine) => {
     // The current state of /dlr matches the newest event.
     const dlr = await h().inject(`/dlr?key=${acct.key}&secret=${acct.secret}&messageid=m-1`);
     expect(dlr.json()).toStrictEqual([second?.receipt]);
+  });
+
+  it('answers the bytes the feed schema serializes: stored items spliced in schema order, nothing else', async () => {
+    const ingested = await h().ingest(acct.id, [
+      { id: 'm-4', channel: 'SMS', channelUserId: TO, sms: { network: '23415', price: 0.0123, counts: 2 } },
+    ]);
+    expect(ingested.statusCode, ingested.body).toBe(200);
+    const applied = await h().receipts(acct.id, [
+      receipt('m-1', 'accepted', 1),
+      { ...receipt('m-4', 'failed', 2), drErrcode: '1' },
+    ]);
+    expect(applied.json(), applied.body).toMatchObject({ applied: 2 });
+    const serialize = fastJson(ReceiptFeedSchema, {
+      schema: Object.fromEntries(SHARED_SCHEMAS.map((schema) => [schema.$id, schema])),
+    });
+    for (const query of ['', '?limit=1']) {
+      const res = await feed(query);
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(res.body).toBe(serialize(res.json()));
+    }
+    expect((await page()).receipts[1]?.receipt).toMatchObject({ network: '23415', drErrcode: '1' });
   });
 
   it('walks every event exactly once across pages, and polls from the end for what comes later', async () => {

@@ -22,6 +22,19 @@ export interface ReceiptEvent {
   item: DlrItem;
 }
 
+/**
+ * A recorded event with its item as stored: the JSON text written when it was recorded. The feed splices it
+ * into its page as it is, instead of parsing it and serializing it again (docs/benchmarks.md).
+ */
+export interface StoredReceiptEvent extends Omit<ReceiptEvent, 'item'> {
+  itemJson: string;
+}
+
+export const parseStoredEvent = ({ itemJson, ...event }: StoredReceiptEvent): ReceiptEvent => ({
+  ...event,
+  item: JSON.parse(itemJson) as DlrItem,
+});
+
 /** An event a plan asks the store to record; the store numbers it (`seq`) when it writes. */
 export interface PlannedEvent extends RecipientRef {
   id: string;

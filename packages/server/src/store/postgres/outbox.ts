@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { ReceiptEvent } from '../../domain/deliveries/events.js';
+import type { ReceiptEvent, StoredReceiptEvent } from '../../domain/deliveries/events.js';
 import * as rules from '../../domain/deliveries/rules.js';
 import type { ClaimedDelivery, ClaimRequest, DeliveryListQuery, FinishedAttempt } from '../store.js';
 import { notifyQueued } from './delivery-notices.js';
@@ -12,6 +12,7 @@ import {
   deliveryFromRow,
   type EventRow,
   eventFromRow,
+  storedEventFromRow,
 } from './rows.js';
 
 /**
@@ -28,14 +29,14 @@ export async function listEvents(
   accountId: string,
   afterSeq: number,
   limit: number,
-): Promise<ReceiptEvent[]> {
+): Promise<StoredReceiptEvent[]> {
   const result = await pool.query<EventRow>({
     name: 'wb_events',
     text: `SELECT seq, id, recorded_at, item FROM receipt_events
            WHERE account_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
     values: [accountId, afterSeq, limit],
   });
-  return result.rows.map(eventFromRow);
+  return result.rows.map(storedEventFromRow);
 }
 
 /** A pending delivery as the claim and next-due rules read it (claim-policy.ts ClaimCandidate). */

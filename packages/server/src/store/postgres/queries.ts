@@ -15,7 +15,9 @@ export type ReadRouter = <T>(accountId: string, run: (pool: pg.Pool) => Promise<
  * read where `read` sends them, a replica when one is fit (the feed, in outbox.ts, reads the primary). Every
  * statement is named, so each connection parses and plans it once.
  */
-export function queries(read: ReadRouter): Omit<QueryStore, 'listReceiptEvents' | 'reviewSummary'> {
+export function queries(
+  read: ReadRouter,
+): Omit<QueryStore, 'listReceiptEvents' | 'listStoredReceiptEvents' | 'reviewSummary'> {
   return {
     async findDlr(accountId, messageId) {
       if (!isUuid(accountId)) return [];

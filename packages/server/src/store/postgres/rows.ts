@@ -15,7 +15,12 @@ export type AttemptRow = shared.AttemptRow<Columns>;
 export type EventRow = shared.EventRow<Columns>;
 
 export const fromRow = shared.rowMappers<Columns>({ date: (value) => value, json: (value) => value });
-export const { attempt: attemptFromRow, delivery: deliveryFromRow, event: eventFromRow } = fromRow;
+export const {
+  attempt: attemptFromRow,
+  delivery: deliveryFromRow,
+  event: eventFromRow,
+  storedEvent: storedEventFromRow,
+} = fromRow;
 
 export const ACCOUNT_COLUMNS = shared.ACCOUNT_COLUMNS;
 /** The message columns, qualified by the alias `m` so they can sit in a join. */

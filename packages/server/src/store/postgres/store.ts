@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { parseStoredEvent } from '../../domain/deliveries/events.js';
 import { isUuid } from '../../domain/formats.js';
 import type { Store } from '../store.js';
 import { accounts } from './accounts.js';
@@ -178,6 +179,10 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
     // The feed and the outbox read the primary: a relay must see what it leased, and an operator what they
     // just changed.
     async listReceiptEvents(accountId, afterSeq, limit) {
+      if (!isUuid(accountId)) return [];
+      return (await outbox.listEvents(primary, accountId, afterSeq, limit)).map(parseStoredEvent);
+    },
+    async listStoredReceiptEvents(accountId, afterSeq, limit) {
       if (!isUuid(accountId)) return [];
       return outbox.listEvents(primary, accountId, afterSeq, limit);
     },

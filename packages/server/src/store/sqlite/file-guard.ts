@@ -20,6 +20,7 @@ export const READ_ONLY: ReadonlySet<string> = new Set<keyof Store>([
   'resolveContact',
   'listHistory',
   'listReceiptEvents',
+  'listStoredReceiptEvents',
   'nextDeliveryDue',
   'listDeliveries',
   'getDelivery',

@@ -1,5 +1,5 @@
 import type { Database } from 'better-sqlite3';
-import type { ReceiptEvent } from '../../domain/deliveries/events.js';
+import type { ReceiptEvent, StoredReceiptEvent } from '../../domain/deliveries/events.js';
 import * as rules from '../../domain/deliveries/rules.js';
 import type { DlrItem } from '../../domain/wire.js';
 import type { ClaimedDelivery, ClaimRequest, DeliveryListQuery } from '../store.js';
@@ -250,12 +250,12 @@ export function listEvents(
   accountId: string,
   afterSeq: number,
   limit: number,
-): ReceiptEvent[] {
+): StoredReceiptEvent[] {
   return outbox.events.all(accountId, afterSeq, limit).map((row) => ({
     id: row.id,
     seq: row.seq,
     recordedAt: new Date(row.recorded_at),
-    item: JSON.parse(row.item) as DlrItem,
+    itemJson: row.item,
   }));
 }
 

@@ -89,7 +89,9 @@ export function prepareQueries(db: Database.Database) {
 export type QueryStatements = ReturnType<typeof prepareQueries>;
 
 /** The read paths of the query endpoints on SQLite: /dlr, messages by id, history, resolving a contact. */
-export function queries(sql: QueryStatements): Omit<QueryStore, 'listReceiptEvents' | 'reviewSummary'> {
+export function queries(
+  sql: QueryStatements,
+): Omit<QueryStore, 'listReceiptEvents' | 'listStoredReceiptEvents' | 'reviewSummary'> {
   return {
     async findDlr(accountId, messageId) {
       const rows = sql.dlrItems.all(accountId, messageId);

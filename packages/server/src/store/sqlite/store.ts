@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs';
 import type Database from 'better-sqlite3';
+import { parseStoredEvent } from '../../domain/deliveries/events.js';
 import type { AttemptOutcome, ClaimedDelivery, ClaimRequest, FinishedAttempt, Store } from '../store.js';
 import { type AccountStatements, accounts, prepareAccounts } from './accounts.js';
 import { retryingWhileBusy } from './busy.js';
@@ -146,6 +147,9 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     },
 
     async listReceiptEvents(accountId, afterSeq, limit) {
+      return outbox.listEvents(sql.outbox, accountId, afterSeq, limit).map(parseStoredEvent);
+    },
+    async listStoredReceiptEvents(accountId, afterSeq, limit) {
       return outbox.listEvents(sql.outbox, accountId, afterSeq, limit);
     },
     async claimDeliveries(request) {
