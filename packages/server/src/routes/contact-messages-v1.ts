@@ -5,6 +5,7 @@ import type { AppContext } from '../context.js';
 import { ApiError } from '../domain/errors.js';
 import { parseMessagesQuery, type RawQuery } from '../domain/query-params.js';
 import { MESSAGE_RECORD_EXAMPLE, MESSAGES_ENVELOPE_EXAMPLE } from '../http/examples.js';
+import { stringified } from '../http/json-reply.js';
 import { historyPage, messagesByIds } from '../http/messages-query.js';
 import { methodNotAllowed } from '../http/protocol.js';
 import {
@@ -71,8 +72,9 @@ export async function contactMessagesV1Routes(app: FastifyInstance, ctx: AppCont
       const account = await authenticate(ctx, request, reply, readCredentials(request));
       const query = parseMessagesQuery(request.query as RawQuery, false);
       if (!query.ok) throw new ApiError('invalid_request', query.detail, { param: query.param });
-      if (query.value.mode === 'ids') return messagesByIds(ctx, account.id, query.value);
-      return historyPage(ctx, account.id, query.value);
+      if (query.value.mode === 'ids')
+        return stringified(reply, await messagesByIds(ctx, account.id, query.value));
+      return stringified(reply, await historyPage(ctx, account.id, query.value));
     },
   );
   methodNotAllowed(app, V1_PATH, ['GET'], { deprecatedV1: true });

@@ -3,6 +3,7 @@ import { authenticate, readCredentials } from '../auth/authenticate.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../domain/errors.js';
 import { parseMessagesQuery, type RawQuery } from '../domain/query-params.js';
+import { stringified } from '../http/json-reply.js';
 import { historyPage, messagesByIds } from '../http/messages-query.js';
 import { methodNotAllowed } from '../http/protocol.js';
 import {
@@ -49,13 +50,13 @@ export async function messagesRoutes(app: FastifyInstance, ctx: AppContext): Pro
       const query = parseMessagesQuery(request.query as RawQuery, true);
       if (!query.ok) throw new ApiError('invalid_request', query.detail, { param: query.param });
       if (query.value.mode === 'ids') {
-        return {
+        return stringified(reply, {
           messages: await messagesByIds(ctx, account.id, query.value),
           nextCursor: null,
           hasMore: false,
-        };
+        });
       }
-      return historyPage(ctx, account.id, query.value);
+      return stringified(reply, await historyPage(ctx, account.id, query.value));
     },
   );
   methodNotAllowed(app, '/messages', ['GET']);

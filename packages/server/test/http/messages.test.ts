@@ -1,5 +1,8 @@
+import fastJson from 'fast-json-stringify';
 import type { LightMyRequestResponse } from 'fastify';
+import { Type } from 'typebox';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { MessageRecordSchema, MessagesEnvelopeSchema, ref, SHARED_SCHEMAS } from '../../src/http/schemas.js';
 import { engines } from '../support/engines.js';
 import { basic, type CreatedAccount, START, useHarness } from '../support/http.js';
 import { expectProblem } from '../support/problems.js';
@@ -84,6 +87,51 @@ describe.each(engines())('$name GET /messages', (engine) => {
       { id: 'w-2', channel: 'WHATSAPP', channelUserId: 'wa-alice', createdAt: at(9) },
     ]);
   }
+
+  it('answers the bytes its schemas serialize, on both paths and in both modes', async () => {
+    await ingestOk([
+      {
+        id: 'r-1',
+        channel: 'WHATSAPP',
+        channelUserId: 'wa-alice',
+        direction: 'inbound',
+        text: 'Quote " backslash \\ newline \n emoji 🎉 and \u2028',
+        content: { type: 'image', caption: 'é "x"', nested: { list: [1, 2.5, null, true] } },
+        createdAt: at(1),
+      },
+      { id: 'r-2', channel: 'SMS', channelUserId: ALICE, campaignId: 'spring', text: 'Hi', createdAt: at(2) },
+      { id: 'r-3', channel: 'SMS', channelUserId: ALICE, direction: 'inbound', createdAt: at(3) },
+    ]);
+    const applied = await h().receipts(acct.id, [
+      { messageId: 'r-2', drStatuscode: 'delivered', drTime: at(4) },
+    ]);
+    expect(applied.statusCode, applied.body).toBe(200);
+    const shared = {
+      schema: Object.fromEntries(SHARED_SCHEMAS.map((schema) => [schema.$id, schema])),
+    };
+    const envelope = fastJson(MessagesEnvelopeSchema, shared);
+    const records = fastJson(Type.Array(ref(MessageRecordSchema)), shared);
+    const cases: [string, Record<string, string>, (body: unknown) => string][] = [
+      ['/messages', { messageIds: 'r-1,r-2,r-3,r-9' }, envelope],
+      ['/messages', { channel: 'SMS', channelUserId: ALICE, size: '1' }, envelope],
+      ['/messages', { channel: 'WHATSAPP', channelUserId: 'wa-alice' }, envelope],
+      ['/messages', { campaignId: 'spring' }, envelope],
+      ['/api/v1/contacts/messages', { messageIds: 'r-1,r-2,r-3' }, records],
+      ['/api/v1/contacts/messages', { channel: 'SMS', channelUserId: ALICE }, envelope],
+    ];
+    for (const [path, params, serialize] of cases) {
+      const res = await get(path, params);
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(res.body, `${path} ${query(params)}`).toBe(serialize(res.json()));
+    }
+    const byIds = (await page({ messageIds: 'r-1' })).messages[0];
+    expect(byIds?.content).toStrictEqual({
+      type: 'image',
+      caption: 'é "x"',
+      nested: { list: [1, 2.5, null, true] },
+    });
+  });
 
   it('sends no deprecation headers, on success or failure', async () => {
     expectNoDeprecation(await messages({ messageIds: 'x' }));
