@@ -83,7 +83,7 @@ describe.skipIf(!POSTGRES_URL)('two relays on one PostgreSQL database', () => {
         admin(a, `/accounts/${id}/receipts`, { receipts: first }),
         admin(b, `/accounts/${id}/receipts`, { receipts: second }),
       ]);
-      expect(applied.map((r) => r.body.applied)).toEqual([half / 2, half / 2]);
+      expect(applied.map((r) => r.body.applied), JSON.stringify(applied)).toEqual([half / 2, half / 2]);
     }
 
     await waitFor(

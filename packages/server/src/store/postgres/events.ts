@@ -5,24 +5,29 @@ import { UnknownAccountError } from '../store.js';
 import { DELIVERIES_CHANNEL } from './delivery-notices.js';
 
 /**
- * A probe of deliveries_recipient and one of the primary key per recipient, whatever the statistics say.
- * Written as a plain join on `state = 'pending'`, with statistics taken while the account had few pending
- * deliveries (a fresh database, or a relay that stalled since), the planner reads every pending delivery of
- * the account per batch through an index on the state: 12 ms for a batch of 40 at 30,000 pending, growing with
- * the backlog (test/postgres/supersede-plan.test.ts). So: the LATERAL lookup (OFFSET 0 keeps it from being
- * flattened) finds each recipient's pending delivery, `IS TRUE` keeps the indexes on the state out of it, and
- * the target row is joined on the whole primary key taken from the lookup. The target's own state test is
- * rechecked on the row's latest version should a relay have just finished that delivery.
+ * Each recipient's pending delivery found by a probe of deliveries_recipient, whatever the statistics say; then
+ * those rows updated by primary key. Written as a plain join on `state = 'pending'`, with statistics taken while
+ * the account had few pending deliveries (a fresh database, or a relay that stalled since), the planner reads
+ * every pending delivery of the account per batch through an index on the state: 12 ms for a batch of 40 at
+ * 30,000 pending, growing with the backlog (test/postgres/supersede-plan.test.ts). So: the LATERAL lookup
+ * (OFFSET 0 keeps it from being flattened) finds each recipient's pending delivery, `IS TRUE` keeps the indexes
+ * on the state out of it, and MATERIALIZED runs the lookups once (without it, a plan that rescanned them for
+ * every row of the table timed out under two instances). The target's own state test is rechecked on the row's
+ * latest version should a relay have just finished that delivery.
  */
-export const SUPERSEDE_DELIVERIES = `UPDATE deliveries d SET state = 'superseded', next_attempt_at = NULL
-   FROM unnest($2::text[], $3::text[]) AS u (message_id, recipient)
-     CROSS JOIN LATERAL (
-       SELECT p.account_id, p.seq FROM deliveries p
-       WHERE p.account_id = $1 AND p.message_id = u.message_id AND p.recipient = u.recipient
-         AND (p.state = 'pending') IS TRUE
-       OFFSET 0
-     ) AS p
-   WHERE d.account_id = p.account_id AND d.seq = p.seq AND (d.state = 'pending') IS TRUE`;
+export const SUPERSEDE_DELIVERIES = `WITH pending AS MATERIALIZED (
+     SELECT p.account_id, p.seq
+     FROM unnest($2::text[], $3::text[]) AS u (message_id, recipient)
+       CROSS JOIN LATERAL (
+         SELECT p.account_id, p.seq FROM deliveries p
+         WHERE p.account_id = $1 AND p.message_id = u.message_id AND p.recipient = u.recipient
+           AND (p.state = 'pending') IS TRUE
+         OFFSET 0
+       ) AS p
+   )
+   UPDATE deliveries d SET state = 'superseded', next_attempt_at = NULL
+   FROM pending
+   WHERE d.account_id = pending.account_id AND d.seq = pending.seq AND (d.state = 'pending') IS TRUE`;
 
 /**
  * Records a plan's events (receipt ingest, or parked receipts applied by message ingest) inside the batch's

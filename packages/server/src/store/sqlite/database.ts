@@ -72,3 +72,29 @@ export function runBatch<T>(apply: () => T): BatchOutcome<T> {
     throw error;
   }
 }
+
+/**
+ * Runs `commit` (a transaction of the relay's own bookkeeping: a claim, a lease released, attempt results) with
+ * `synchronous = NORMAL`: committed to the log without waiting for its fsync, which cost the relay a fifth of
+ * its time on the event loop (docs/benchmarks.md, "Callbacks"). What that gives up, and why it is safe:
+ * - A crash of the process loses nothing: the log was written, and the system keeps it.
+ * - A power cut can lose the last such commits, those after the last fsync. The log is replayed in order up to
+ *   its first missing frame, so what survives is a prefix: no later write survives without an earlier one.
+ *   Every receipt and message commit (`FULL`) fsyncs the log, and with it every bookkeeping commit before it.
+ *   So what can be lost is only attempt results and leases newer than the newest receipt: their deliveries are
+ *   sent again (at least once, with the same webhook-id), never an older state after a newer one, since the
+ *   receipt that superseded a delivery is on disk with everything before it.
+ * Receipts, messages and every operator write keep `FULL`.
+ */
+export function relaxedCommits(db: Database.Database): <T>(commit: () => T) => T {
+  const normal = db.prepare('PRAGMA synchronous = NORMAL');
+  const full = db.prepare('PRAGMA synchronous = FULL');
+  return (commit) => {
+    normal.run();
+    try {
+      return commit();
+    } finally {
+      full.run();
+    }
+  };
+}

@@ -5,7 +5,7 @@ import type { AttemptOutcome, ClaimedDelivery, ClaimRequest, FinishedAttempt, St
 import { type AccountStatements, accounts, prepareAccounts } from './accounts.js';
 import { retryingWhileBusy } from './busy.js';
 import { type Checkpointer, holdingWritesForCheckpoints, startCheckpointer } from './checkpointer.js';
-import { openDatabase, type Prepared, preparer } from './database.js';
+import { openDatabase, type Prepared, preparer, relaxedCommits } from './database.js';
 import { type EventStatements, prepareEvents } from './events.js';
 import { guardingFile } from './file-guard.js';
 import { type MessageStatements, messageIngest, prepareMessageIngest } from './ingest-messages.js';
@@ -95,6 +95,8 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     options.path === ':memory:'
       ? null
       : startCheckpointer({ path: options.path, walMaxMb: options.walMaxMb ?? 512 });
+  // The relay's bookkeeping commits without waiting for an fsync (database.ts relaxedCommits).
+  const relaxed = relaxedCommits(db);
   const claim = db.transaction((request: ClaimRequest) => outbox.claim(sql.outbox, request));
   const finish = db.transaction((claimed: ClaimedDelivery, outcome: AttemptOutcome) =>
     outbox.finish(sql.outbox, claimed, outcome),
@@ -153,19 +155,19 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
       return outbox.listEvents(sql.outbox, accountId, afterSeq, limit);
     },
     async claimDeliveries(request) {
-      return claim.immediate(request);
+      return relaxed(() => claim.immediate(request));
     },
     async recheckClaims(claims) {
-      return recheck.immediate(claims);
+      return relaxed(() => recheck.immediate(claims));
     },
     async finishAttempt(claimed, outcome) {
-      finish.immediate(claimed, outcome);
+      relaxed(() => finish.immediate(claimed, outcome));
     },
     async finishAttempts(results) {
-      if (results.length > 0) finishAll.immediate(results);
+      if (results.length > 0) relaxed(() => finishAll.immediate(results));
     },
     async releaseClaim(claimed) {
-      sql.outbox.release.run(Date.now(), claimed.accountId, claimed.id, claimed.lease);
+      relaxed(() => sql.outbox.release.run(Date.now(), claimed.accountId, claimed.id, claimed.lease));
     },
     watchQueuedDeliveries() {
       // One process writes a SQLite file, and it pokes its own relay.
