@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { POSTGRES_URL } from '../postgres/harness.js';
+import { onServer, POSTGRES_URL } from '../postgres/harness.js';
 import { killAll, type Served, serve } from '../support/processes.js';
 import { type Receiver, startReceiver, waitFor } from './receiver.js';
 
@@ -13,16 +12,6 @@ import { type Receiver, startReceiver, waitFor } from './receiver.js';
 const ADMIN = 'callback-instances-admin-token';
 const database = `wb_relay_${randomBytes(5).toString('hex')}`;
 const N = 2000;
-
-async function onServer(text: string): Promise<void> {
-  const client = new pg.Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
-}
 
 describe.skipIf(!POSTGRES_URL)('two relays on one PostgreSQL database', () => {
   let servers: Served[] = [];
@@ -83,7 +72,10 @@ describe.skipIf(!POSTGRES_URL)('two relays on one PostgreSQL database', () => {
         admin(a, `/accounts/${id}/receipts`, { receipts: first }),
         admin(b, `/accounts/${id}/receipts`, { receipts: second }),
       ]);
-      expect(applied.map((r) => r.body.applied), JSON.stringify(applied)).toEqual([half / 2, half / 2]);
+      expect(
+        applied.map((r) => r.body.applied),
+        JSON.stringify(applied),
+      ).toEqual([half / 2, half / 2]);
     }
 
     await waitFor(

@@ -3,9 +3,9 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameS
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { pepperFingerprint } from '../../src/auth/pepper.js';
+import { onServer, POSTGRES_URL } from '../postgres/harness.js';
 import { killAll, run, serve } from '../support/processes.js';
 
 /**
@@ -136,19 +136,8 @@ describe('the pepper fingerprint on SQLite', () => {
   );
 });
 
-const POSTGRES_URL = process.env.WAYBILL_TEST_POSTGRES_URL;
-
 describe.skipIf(!POSTGRES_URL)('the pepper fingerprint on PostgreSQL', () => {
   const database = `wb_pepper_${randomBytes(5).toString('hex')}`;
-  const onServer = async (text: string) => {
-    const client = new pg.Client({ connectionString: POSTGRES_URL });
-    await client.connect();
-    try {
-      await client.query(text);
-    } finally {
-      await client.end();
-    }
-  };
   beforeAll(() => onServer(`CREATE DATABASE ${database}`));
   afterAll(() => onServer(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
 

@@ -1,13 +1,13 @@
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/store.js';
+import { POSTGRES_URL, scratchDatabase } from '../postgres/harness.js';
 import { killAll, serve } from '../support/processes.js';
 
 /**
@@ -24,7 +24,6 @@ const CYCLES = Number(process.env.WAYBILL_TEST_KILL_CYCLES ?? 5);
 const ADMIN = 'kill-test-admin-token';
 const PEPPER = 'kill-test-pepper-0123456789';
 const BATCH = 100;
-const POSTGRES_URL = process.env.WAYBILL_TEST_POSTGRES_URL ?? '';
 
 interface Batch {
   kind: 'messages' | 'receipts';
@@ -80,23 +79,12 @@ if (POSTGRES_URL) {
   targets.push({
     name: 'postgres',
     async setup() {
-      const database = `wb_kill_${randomBytes(5).toString('hex')}`;
-      const admin = async (text: string) => {
-        const client = new pg.Client({ connectionString: POSTGRES_URL });
-        await client.connect();
-        try {
-          await client.query(text);
-        } finally {
-          await client.end();
-        }
-      };
-      await admin(`CREATE DATABASE ${database}`);
-      const url = new URL(POSTGRES_URL);
-      url.pathname = `/${database}`;
+      const database = scratchDatabase('wb_kill');
+      await database.create();
       return {
-        env: { DATABASE_URL: url.toString() },
-        open: () => openPostgresStore({ url: url.toString(), poolSize: 2, statementTimeoutMs: 30_000 }),
-        cleanup: () => admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`),
+        env: { DATABASE_URL: database.url },
+        open: () => openPostgresStore({ url: database.url, poolSize: 2, statementTimeoutMs: 30_000 }),
+        cleanup: database.drop,
       };
     },
   });

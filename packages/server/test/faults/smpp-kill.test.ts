@@ -1,15 +1,14 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/store.js';
 import { type OwedReceipt, ReceiptStream } from '../intake/receipt-stream.js';
 import { Smsc } from '../intake/smsc.js';
+import { POSTGRES_URL, scratchDatabase } from '../postgres/harness.js';
 import { killAll, type Served, serve } from '../support/processes.js';
 
 /**
@@ -24,7 +23,6 @@ import { killAll, type Served, serve } from '../support/processes.js';
 
 const ADMIN = 'smpp-kill-admin-token';
 const PEPPER = 'smpp-kill-pepper-0123456789';
-const POSTGRES_URL = process.env.WAYBILL_TEST_POSTGRES_URL ?? '';
 const RECIPIENTS = 5000;
 /** The kill comes once this many receipts have been acknowledged. */
 const KILL_AFTER = 2000;
@@ -54,23 +52,12 @@ if (POSTGRES_URL) {
     name: 'postgres',
     async setup() {
       // `waybill serve` works in the database's public schema: a database of its own keeps it apart.
-      const database = `wb_smpp_kill_${randomBytes(5).toString('hex')}`;
-      const admin = async (text: string) => {
-        const client = new pg.Client({ connectionString: POSTGRES_URL });
-        await client.connect();
-        try {
-          await client.query(text);
-        } finally {
-          await client.end();
-        }
-      };
-      await admin(`CREATE DATABASE ${database}`);
-      const url = new URL(POSTGRES_URL);
-      url.pathname = `/${database}`;
+      const database = scratchDatabase('wb_smpp_kill');
+      await database.create();
       return {
-        env: { DATABASE_URL: url.toString() },
-        open: () => openPostgresStore({ url: url.toString(), poolSize: 2, statementTimeoutMs: 30_000 }),
-        cleanup: () => admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`),
+        env: { DATABASE_URL: database.url },
+        open: () => openPostgresStore({ url: database.url, poolSize: 2, statementTimeoutMs: 30_000 }),
+        cleanup: database.drop,
       };
     },
   });

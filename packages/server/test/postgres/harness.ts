@@ -32,3 +32,30 @@ export async function sql<T extends pg.QueryResultRow>(
 export const dropSchema = async (schema: string): Promise<void> => {
   await sql(schema, `DROP SCHEMA IF EXISTS ${schema} CASCADE`);
 };
+
+/** Runs one statement on a connection of its own to the test server, outside any transaction (CREATE DATABASE). */
+export async function onServer(text: string): Promise<void> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    await client.query(text);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * A database of its own on the test server, `<prefix>_<random>`, for `waybill serve` processes (they work in
+ * its public schema, so a schema of their own would not keep them apart): `create()` it, pass `url`, `drop()` it.
+ */
+export function scratchDatabase(prefix: string) {
+  const name = `${prefix}_${randomBytes(5).toString('hex')}`;
+  const url = new URL(POSTGRES_URL || 'postgres://unset');
+  url.pathname = `/${name}`;
+  return {
+    name,
+    url: url.toString(),
+    create: () => onServer(`CREATE DATABASE ${name}`),
+    drop: () => onServer(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
+}

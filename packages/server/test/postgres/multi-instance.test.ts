@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { killAll, type Served, serve } from '../support/processes.js';
-import { POSTGRES_URL } from './harness.js';
+import { onServer, POSTGRES_URL } from './harness.js';
 
 /**
  * Two `waybill serve` processes on one PostgreSQL database behave as one service (issue 3): both start (and
@@ -12,16 +11,6 @@ import { POSTGRES_URL } from './harness.js';
 
 const ADMIN = 'multi-instance-admin-token';
 const database = `wb_multi_${randomBytes(5).toString('hex')}`;
-
-async function onServer(text: string): Promise<void> {
-  const client = new pg.Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
-}
 
 const json = async (res: Response) => ({
   status: res.status,

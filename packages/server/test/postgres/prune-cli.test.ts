@@ -6,7 +6,7 @@ import { openPostgresStore } from '../../src/store/postgres/store.js';
 import type { Store } from '../../src/store/store.js';
 import { newAccount, sms } from '../conformance/fixtures.js';
 import { run } from '../support/processes.js';
-import { POSTGRES_URL } from './harness.js';
+import { onServer, POSTGRES_URL } from './harness.js';
 
 /**
  * `waybill prune` as a process of its own, against a database a running instance keeps using: it reports
@@ -24,25 +24,15 @@ describe.skipIf(!POSTGRES_URL)('waybill prune on PostgreSQL, beside a running in
   let store: Store | undefined;
   let account: Account;
 
-  const admin = async (text: string) => {
-    const client = new pg.Client({ connectionString: POSTGRES_URL });
-    await client.connect();
-    try {
-      await client.query(text);
-    } finally {
-      await client.end();
-    }
-  };
-
   beforeAll(async () => {
-    await admin(`CREATE DATABASE ${database}`);
+    await onServer(`CREATE DATABASE ${database}`);
     store = openPostgresStore({ url: url.href, poolSize: 4, statementTimeoutMs: 30_000 });
     await store.migrate();
     account = await store.createAccount(newAccount());
   });
   afterAll(async () => {
     await store?.close();
-    await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await onServer(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
   });
 
   it('waits for a reader, saying so on stderr, then prunes; the instance makes the month again', async () => {

@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { receiptText, Smsc } from '../intake/smsc.js';
 import { killAll, type Served, serve } from '../support/processes.js';
-import { POSTGRES_URL } from './harness.js';
+import { onServer, POSTGRES_URL } from './harness.js';
 
 /**
  * Two `waybill serve` processes on one PostgreSQL database and one `smpp` route (CONTRACT §12 "SMPP binds": a
@@ -18,16 +17,6 @@ const database = `wb_smpp_takeover_${randomBytes(5).toString('hex')}`;
 const RECEIPT = 0x04;
 /** CONTRACT §12: the takeover comes within this after the holder dies. */
 const TAKEOVER_MS = 30_000;
-
-async function onServer(text: string): Promise<void> {
-  const client = new pg.Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
-}
 
 async function until(what: string, probe: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
