@@ -1,11 +1,11 @@
-import fastJson from 'fast-json-stringify';
 import type { LightMyRequestResponse } from 'fastify';
 import { Type } from 'typebox';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { MessageRecordSchema, MessagesEnvelopeSchema, ref, SHARED_SCHEMAS } from '../../src/http/schemas.js';
+import { MessageRecordSchema, MessagesEnvelopeSchema, ref } from '../../src/http/schemas.js';
 import { engines } from '../support/engines.js';
 import { basic, type CreatedAccount, START, useHarness } from '../support/http.js';
 import { expectProblem } from '../support/problems.js';
+import { schemaSerializer } from '../support/serializers.js';
 
 const ALICE = '447700900001';
 const BOB = '447700900002';
@@ -106,11 +106,8 @@ describe.each(engines())('$name GET /messages', (engine) => {
       { messageId: 'r-2', drStatuscode: 'delivered', drTime: at(4) },
     ]);
     expect(applied.statusCode, applied.body).toBe(200);
-    const shared = {
-      schema: Object.fromEntries(SHARED_SCHEMAS.map((schema) => [schema.$id, schema])),
-    };
-    const envelope = fastJson(MessagesEnvelopeSchema, shared);
-    const records = fastJson(Type.Array(ref(MessageRecordSchema)), shared);
+    const envelope = schemaSerializer(MessagesEnvelopeSchema);
+    const records = schemaSerializer(Type.Array(ref(MessageRecordSchema)));
     const cases: [string, Record<string, string>, (body: unknown) => string][] = [
       ['/messages', { messageIds: 'r-1,r-2,r-3,r-9' }, envelope],
       ['/messages', { channel: 'SMS', channelUserId: ALICE, size: '1' }, envelope],
