@@ -76,7 +76,8 @@ export function runBatch<T>(apply: () => T): BatchOutcome<T> {
 /**
  * Runs `commit` (a transaction of the relay's own bookkeeping: a claim, a lease released, attempt results) with
  * `synchronous = NORMAL`: committed to the log without waiting for its fsync, which cost the relay a fifth of
- * its time on the event loop (docs/benchmarks.md, "Callbacks"). What that gives up, and why it is safe:
+ * its time on the event loop (docs/benchmarks.md, "Second pass, per-row cost and the relay"). What that gives
+ * up, and why it is safe:
  * - A crash of the process loses nothing: the log was written, and the system keeps it.
  * - A power cut can lose the last such commits, those after the last fsync. The log is replayed in order up to
  *   its first missing frame, so what survives is a prefix: no later write survives without an earlier one.
