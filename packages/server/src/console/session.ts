@@ -1,6 +1,7 @@
 import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
+import { hmacKey } from '../domain/hmac-key.js';
 import { ipAllowed } from '../domain/ip-allowlist.js';
 import type { Account } from '../domain/records.js';
 
@@ -42,7 +43,7 @@ export class ConsoleSessions {
   }
 
   #mac(purpose: string, value: string): string {
-    return createHmac('sha256', this.#key).update(`${purpose}:${value}`).digest('base64url');
+    return createHmac('sha256', hmacKey(this.#key)).update(`${purpose}:${value}`).digest('base64url');
   }
 
   #cookieOptions(request: FastifyRequest, path: string) {
