@@ -7,10 +7,11 @@ import { newAccount } from '../conformance/fixtures.js';
 import { dropSchema, freshSchema, openStore, POSTGRES_URL } from './harness.js';
 
 /**
- * Superseding a batch's pending deliveries reads only the batch's recipients, whatever the planner's statistics
- * say (store/postgres/events.ts): here they were taken while the table was empty, and 20,000 deliveries of the
- * account are pending since. A plan that reads the account's pending deliveries costs a receipt batch
- * milliseconds to seconds, growing with the relay's backlog.
+ * Superseding a small batch's pending deliveries reads only the batch's recipients, whatever the planner's
+ * statistics say (store/postgres/events.ts): here they were taken while the table was empty, and 20,000
+ * deliveries of the account are pending since. A plan that reads the account's pending deliveries for every
+ * batch costs each SMPP group or gateway request milliseconds, growing with the relay's backlog; a large batch
+ * may read the table once, never more.
  */
 
 const PENDING = 20_000;
