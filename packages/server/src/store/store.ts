@@ -339,7 +339,6 @@ export interface QueryStore {
 /** Message records: ingest and the query endpoints' reads. */
 export interface MessageStore extends IngestStore, QueryStore {}
 
-/** The callback outbox: what the relay works through, and what the operator API shows and redelivers. */
 /**
  * Store methods that return at once with a subscription rather than calling the database: the wrappers that
  * bound, retry or hold calls (deadline.ts, busy.ts, file-guard.ts, checkpointer.ts) pass them through as they are.
@@ -360,6 +359,7 @@ export interface FinishedAttempt {
   outcome: AttemptOutcome;
 }
 
+/** The callback outbox: what the relay works through, and what the operator API shows and redelivers. */
 export interface OutboxStore {
   /**
    * Takes the lease of due pending deliveries, oldest due first, never two of one recipient at once (nor one
@@ -372,13 +372,9 @@ export interface OutboxStore {
    */
   recheckClaims(claims: readonly ClaimedDelivery[]): Promise<ClaimedDelivery[]>;
   /**
-   * Records an attempt and its consequence (finish.ts settleAttempt); ignored if the lease was lost meanwhile.
-   * Releases the lease.
-   */
-  finishAttempt(claim: ClaimedDelivery, outcome: AttemptOutcome): Promise<void>;
-  /**
-   * finishAttempt for several attempts at once (each as finishAttempt records it), so a busy relay records the
-   * attempts that ended together in one round trip rather than one each.
+   * Records attempts and their consequences (finish.ts settleAttempt), each ignored if its lease was lost
+   * meanwhile, and releases their leases: the attempts that ended together in one round trip rather than one
+   * each.
    */
   finishAttempts(results: readonly FinishedAttempt[]): Promise<void>;
   /** Gives a claimed delivery back untried (shutdown): it is due again at once. */

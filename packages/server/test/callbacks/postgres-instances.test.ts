@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { onServer, POSTGRES_URL } from '../postgres/harness.js';
+import { POSTGRES_URL, scratchDatabase } from '../postgres/harness.js';
 import { killAll, type Served, serve } from '../support/processes.js';
 import { type Receiver, startReceiver, waitFor } from './receiver.js';
 
@@ -10,7 +9,7 @@ import { type Receiver, startReceiver, waitFor } from './receiver.js';
  */
 
 const ADMIN = 'callback-instances-admin-token';
-const database = `wb_relay_${randomBytes(5).toString('hex')}`;
+const database = scratchDatabase('wb_relay');
 const N = 2000;
 
 describe.skipIf(!POSTGRES_URL)('two relays on one PostgreSQL database', () => {
@@ -21,15 +20,13 @@ describe.skipIf(!POSTGRES_URL)('two relays on one PostgreSQL database', () => {
     await Promise.all(servers.map((s) => s.stop().catch(() => {})));
     killAll();
     await receiver?.close();
-    if (POSTGRES_URL) await onServer(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    if (POSTGRES_URL) await database.drop();
   });
 
   it('delivers every receipt once in flight at a time, whichever instance takes it', async () => {
-    await onServer(`CREATE DATABASE ${database}`);
-    const url = new URL(POSTGRES_URL);
-    url.pathname = `/${database}`;
+    await database.create();
     const env = {
-      DATABASE_URL: url.toString(),
+      DATABASE_URL: database.url,
       WAYBILL_PEPPER: 'callback-instances-pepper-0123',
       WAYBILL_ADMIN_TOKEN: ADMIN,
       WAYBILL_ACCESS_LOG: 'off',

@@ -1,7 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { POSTGRES_URL } from '../postgres/harness.js';
+import { onServer, POSTGRES_URL, scratchDatabase } from '../postgres/harness.js';
 import { killAll, type Served, serve } from '../support/processes.js';
 import { type Receiver, startReceiver, waitFor } from './receiver.js';
 
@@ -13,24 +11,14 @@ import { type Receiver, startReceiver, waitFor } from './receiver.js';
  */
 
 const ADMIN = 'callback-notices-admin-token';
-const database = `wb_notice_${randomBytes(5).toString('hex')}`;
+const database = scratchDatabase('wb_notice');
 /** Far beyond the test's own timeout: a delivery seen at all was not found by a poll. */
 const POLL_MS = '3600000';
-
-async function onServer<T extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<T[]> {
-  const client = new pg.Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  try {
-    return (await client.query<T>(text, values)).rows;
-  } finally {
-    await client.end();
-  }
-}
 
 /** The backends of the test database waiting in LISTEN (B's listening connection). */
 const listeners = () =>
   onServer<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'LISTEN %'`, [
-    database,
+    database.name,
   ]);
 
 describe.skipIf(!POSTGRES_URL)('relays woken by deliveries queued on another instance', () => {
@@ -61,11 +49,9 @@ describe.skipIf(!POSTGRES_URL)('relays woken by deliveries queued on another ins
     receiver.received.some((r) => (JSON.parse(r.body) as { messageid?: string }).messageid === messageId);
 
   beforeAll(async () => {
-    await onServer(`CREATE DATABASE ${database}`);
-    const url = new URL(POSTGRES_URL);
-    url.pathname = `/${database}`;
+    await database.create();
     const env = {
-      DATABASE_URL: url.toString(),
+      DATABASE_URL: database.url,
       WAYBILL_PEPPER: 'callback-notices-pepper-0123',
       WAYBILL_ADMIN_TOKEN: ADMIN,
       WAYBILL_ACCESS_LOG: 'off',
@@ -86,7 +72,7 @@ describe.skipIf(!POSTGRES_URL)('relays woken by deliveries queued on another ins
     await Promise.all([a?.stop(), b?.stop()]);
     killAll();
     await receiver?.close();
-    if (POSTGRES_URL) await onServer(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    if (POSTGRES_URL) await database.drop();
   });
 
   it('delivers through the other instance’s relay without waiting for its poll', async () => {

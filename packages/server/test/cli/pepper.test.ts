@@ -1,11 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { pepperFingerprint } from '../../src/auth/pepper.js';
-import { onServer, POSTGRES_URL } from '../postgres/harness.js';
+import { POSTGRES_URL, scratchDatabase } from '../postgres/harness.js';
 import { killAll, run, serve } from '../support/processes.js';
 
 /**
@@ -137,16 +136,14 @@ describe('the pepper fingerprint on SQLite', () => {
 });
 
 describe.skipIf(!POSTGRES_URL)('the pepper fingerprint on PostgreSQL', () => {
-  const database = `wb_pepper_${randomBytes(5).toString('hex')}`;
-  beforeAll(() => onServer(`CREATE DATABASE ${database}`));
-  afterAll(() => onServer(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
+  const database = scratchDatabase('wb_pepper');
+  beforeAll(database.create);
+  afterAll(database.drop);
 
   it(
     'refuses a start from another working directory instead of generating a second pepper',
     async () => {
-      const url = new URL(POSTGRES_URL as string);
-      url.pathname = `/${database}`;
-      const env = { DATABASE_URL: url.toString() };
+      const env = { DATABASE_URL: database.url };
       const here = join(dir, 'pg-here');
       const there = join(dir, 'pg-there');
       mkdirSync(here);

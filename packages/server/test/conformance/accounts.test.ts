@@ -241,10 +241,15 @@ describe.each(engines())('$name store: accounts', (engine) => {
     });
     expect(claimed).toHaveLength(2);
     for (const claim of claimed) {
-      await store().finishAttempt(claim, {
-        attempt: { at: at(11), httpStatus: 500, error: null, durationMs: 3 },
-        next: { state: 'pending', at: at(60) },
-      });
+      await store().finishAttempts([
+        {
+          claim: claim,
+          outcome: {
+            attempt: { at: at(11), httpStatus: 500, error: null, durationMs: 3 },
+            next: { state: 'pending', at: at(60) },
+          },
+        },
+      ]);
     }
     const snapshot = async (accountId: string) => ({
       account: await store().getAccount(accountId),

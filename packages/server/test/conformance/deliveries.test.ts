@@ -84,10 +84,15 @@ describe.each(engines())('$name store: callback deliveries', (engine) => {
     // m-2's delivery may be claimed too (one per recipient); only m-1's is attempted here.
     const claimed = (await store().claimDeliveries(request())).find((c) => c.id === events[1]?.id);
     expect(claimed).toBeDefined();
-    await store().finishAttempt(claimed as ClaimedDelivery, {
-      attempt: attempt(500, 'HTTP 500'),
-      next: { state: 'pending', at: at(30) },
-    });
+    await store().finishAttempts([
+      {
+        claim: claimed as ClaimedDelivery,
+        outcome: {
+          attempt: attempt(500, 'HTTP 500'),
+          next: { state: 'pending', at: at(30) },
+        },
+      },
+    ]);
     const deliveries = await store().listMessageDeliveries(a, 'm-1');
     expect(deliveries.map((d) => [d.id, d.state, d.attemptLog.length])).toStrictEqual([
       [events[0]?.id, 'superseded', 0],
@@ -120,15 +125,25 @@ describe.each(engines())('$name store: callback deliveries', (engine) => {
     const [again] = await store().claimDeliveries(request({ now: at(41) }));
     expect(again?.id).toBe(first?.id);
     // The first holder's late result is ignored.
-    await store().finishAttempt(first as ClaimedDelivery, {
-      attempt: attempt(200),
-      next: { state: 'delivered' },
-    });
+    await store().finishAttempts([
+      {
+        claim: first as ClaimedDelivery,
+        outcome: {
+          attempt: attempt(200),
+          next: { state: 'delivered' },
+        },
+      },
+    ]);
     expect((await store().getDelivery(a, first?.id ?? ''))?.state).toBe('pending');
-    await store().finishAttempt(again as ClaimedDelivery, {
-      attempt: attempt(200),
-      next: { state: 'delivered' },
-    });
+    await store().finishAttempts([
+      {
+        claim: again as ClaimedDelivery,
+        outcome: {
+          attempt: attempt(200),
+          next: { state: 'delivered' },
+        },
+      },
+    ]);
     const done = await store().getDelivery(a, first?.id ?? '');
     expect(done).toMatchObject({
       state: 'delivered',
@@ -144,18 +159,28 @@ describe.each(engines())('$name store: callback deliveries', (engine) => {
     const a = await accountWithSms(store(), ['m-1']);
     await ingestReceipts(store(), a, [receipt('m-1', 'delivered', at(1))]);
     const [c1] = await store().claimDeliveries(request());
-    await store().finishAttempt(c1 as ClaimedDelivery, {
-      attempt: attempt(500, 'HTTP 500'),
-      next: { state: 'pending', at: at(30) },
-    });
+    await store().finishAttempts([
+      {
+        claim: c1 as ClaimedDelivery,
+        outcome: {
+          attempt: attempt(500, 'HTTP 500'),
+          next: { state: 'pending', at: at(30) },
+        },
+      },
+    ]);
     expect(await store().claimDeliveries(request({ now: at(29) }))).toStrictEqual([]);
     expect(await store().nextDeliveryDue()).toStrictEqual(at(30));
     const [c2] = await store().claimDeliveries(request({ now: at(30), leaseUntil: at(60) }));
     expect(c2?.attempts).toBe(1);
-    await store().finishAttempt(c2 as ClaimedDelivery, {
-      attempt: attempt(null, 'connection refused'),
-      next: { state: 'dead', disableAccount: false },
-    });
+    await store().finishAttempts([
+      {
+        claim: c2 as ClaimedDelivery,
+        outcome: {
+          attempt: attempt(null, 'connection refused'),
+          next: { state: 'dead', disableAccount: false },
+        },
+      },
+    ]);
     const dead = await store().getDelivery(a, c1?.id ?? '');
     expect(dead).toMatchObject({ state: 'dead', attempts: 2, nextAttemptAt: null });
     expect(dead?.attemptLog.map((x) => x.httpStatus)).toStrictEqual([500, null]);
@@ -170,10 +195,15 @@ describe.each(engines())('$name store: callback deliveries', (engine) => {
       receipt('m-2', 'delivered', at(1)),
     ]);
     const [c1] = await store().claimDeliveries(request({ limit: 1 }));
-    await store().finishAttempt(c1 as ClaimedDelivery, {
-      attempt: attempt(410, 'HTTP 410'),
-      next: { state: 'dead', disableAccount: true },
-    });
+    await store().finishAttempts([
+      {
+        claim: c1 as ClaimedDelivery,
+        outcome: {
+          attempt: attempt(410, 'HTTP 410'),
+          next: { state: 'dead', disableAccount: true },
+        },
+      },
+    ]);
     expect((await store().getAccount(a))?.callbackEnabled).toBe(false);
     expect(await store().claimDeliveries(request())).toStrictEqual([]);
     expect(await store().nextDeliveryDue()).toBeNull();
@@ -208,10 +238,15 @@ describe.each(engines())('$name store: callback deliveries', (engine) => {
     await ingestReceipts(store(), a, [receipt('m-1', 'delivered', at(2))]);
     expect(await store().claimDeliveries(request({ now: new Date() }))).toStrictEqual([]);
     expect(await store().nextDeliveryDue()).toStrictEqual(leaseUntil);
-    await store().finishAttempt(old as ClaimedDelivery, {
-      attempt: attempt(200),
-      next: { state: 'delivered' },
-    });
+    await store().finishAttempts([
+      {
+        claim: old as ClaimedDelivery,
+        outcome: {
+          attempt: attempt(200),
+          next: { state: 'delivered' },
+        },
+      },
+    ]);
     expect(await store().nextDeliveryDue()).toStrictEqual(NOW);
   });
 
@@ -320,10 +355,15 @@ describe.each(engines())('$name store: callback deliveries', (engine) => {
     await ingestReceipts(store(), a, [receipt('m-1', 'delivered', at(2))]);
     // The newer one waits while the superseded one is in flight.
     expect(await store().claimDeliveries(request({ now: at(11) }))).toStrictEqual([]);
-    await store().finishAttempt(old as ClaimedDelivery, {
-      attempt: attempt(503, 'HTTP 503'),
-      next: { state: 'pending', at: at(20) },
-    });
+    await store().finishAttempts([
+      {
+        claim: old as ClaimedDelivery,
+        outcome: {
+          attempt: attempt(503, 'HTTP 503'),
+          next: { state: 'pending', at: at(20) },
+        },
+      },
+    ]);
     expect((await store().getDelivery(a, old?.id ?? ''))?.state).toBe('superseded');
     const [newer] = await store().claimDeliveries(request({ now: at(12) }));
     expect(newer?.id).not.toBe(old?.id);
@@ -335,10 +375,15 @@ describe.each(engines())('$name store: callback deliveries', (engine) => {
     await ingestReceipts(store(), a, [receipt('m-1', 'accepted', at(1))]);
     const [old] = await store().claimDeliveries(request());
     await ingestReceipts(store(), a, [receipt('m-1', 'delivered', at(2))]);
-    await store().finishAttempt(old as ClaimedDelivery, {
-      attempt: attempt(204),
-      next: { state: 'delivered' },
-    });
+    await store().finishAttempts([
+      {
+        claim: old as ClaimedDelivery,
+        outcome: {
+          attempt: attempt(204),
+          next: { state: 'delivered' },
+        },
+      },
+    ]);
     const detail = await store().getDelivery(a, old?.id ?? '');
     expect(detail).toMatchObject({ state: 'superseded', attempts: 1, nextAttemptAt: null });
     // The attempt is on record: the operator sees what was sent.
@@ -426,10 +471,15 @@ describe.each(engines())('$name store: callback deliveries', (engine) => {
     const a = await accountWithSms(store(), ['m-1', 'm-2']);
     await ingestReceipts(store(), a, [receipt('m-1', 'accepted', at(1)), receipt('m-2', 'failed', at(1))]);
     for (const c of await store().claimDeliveries(request())) {
-      await store().finishAttempt(c, {
-        attempt: attempt(500),
-        next: { state: 'dead', disableAccount: false },
-      });
+      await store().finishAttempts([
+        {
+          claim: c,
+          outcome: {
+            attempt: attempt(500),
+            next: { state: 'dead', disableAccount: false },
+          },
+        },
+      ]);
     }
     const [m2, m1] = await store().listDeliveries(a, { limit: 10 });
     await ingestReceipts(store(), a, [receipt('m-1', 'delivered', at(2))]);
@@ -440,10 +490,15 @@ describe.each(engines())('$name store: callback deliveries', (engine) => {
     // Bulk: only dead deliveries that are the newest of their recipient.
     const newest = (await store().listDeliveries(a, { state: 'pending', limit: 10 })).map((d) => d.id);
     for (const c of await store().claimDeliveries(request({ now: at(60), leaseUntil: at(90) }))) {
-      await store().finishAttempt(c, {
-        attempt: attempt(500),
-        next: { state: 'dead', disableAccount: false },
-      });
+      await store().finishAttempts([
+        {
+          claim: c,
+          outcome: {
+            attempt: attempt(500),
+            next: { state: 'dead', disableAccount: false },
+          },
+        },
+      ]);
     }
     expect(await store().redeliverDead(a, at(100))).toBe(newest.length);
     expect((await store().listDeliveries(a, { state: 'dead', limit: 10 })).map((d) => d.id)).toStrictEqual([
@@ -457,10 +512,15 @@ describe.each(engines())('$name store: callback deliveries', (engine) => {
     // m-3's delivery is answered 410 (dead, callbacks off); m-1's is handed back untried (pending, paused).
     for (const c of await store().claimDeliveries(request())) {
       if (JSON.parse(c.body).messageid === 'm-3') {
-        await store().finishAttempt(c, {
-          attempt: attempt(410),
-          next: { state: 'dead', disableAccount: true },
-        });
+        await store().finishAttempts([
+          {
+            claim: c,
+            outcome: {
+              attempt: attempt(410),
+              next: { state: 'dead', disableAccount: true },
+            },
+          },
+        ]);
       } else {
         await store().releaseClaim(c);
       }

@@ -47,10 +47,15 @@ async function killPending(h: Harness): Promise<void> {
     lease: 'test-lease',
   });
   for (const claim of claims) {
-    await h.store.finishAttempt(claim, {
-      attempt: { at: new Date(START + 3_600_000), httpStatus: 500, error: 'HTTP 500', durationMs: 12 },
-      next: { state: 'dead', disableAccount: false },
-    });
+    await h.store.finishAttempts([
+      {
+        claim: claim,
+        outcome: {
+          attempt: { at: new Date(START + 3_600_000), httpStatus: 500, error: 'HTTP 500', durationMs: 12 },
+          next: { state: 'dead', disableAccount: false },
+        },
+      },
+    ]);
   }
 }
 

@@ -168,10 +168,15 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL delivery claims from two instances', 
       holds.push(hold);
       // While receipts keep coming, most attempts fail and are due again at once.
       const delivered = !writing || Math.random() < 0.3;
-      await relay.finishAttempt(claim, {
-        attempt: { at: new Date(), httpStatus: delivered ? 204 : 503, error: null, durationMs: 1 },
-        next: delivered ? { state: 'delivered' } : { state: 'pending', at: new Date(Date.now() - 1) },
-      });
+      await relay.finishAttempts([
+        {
+          claim: claim,
+          outcome: {
+            attempt: { at: new Date(), httpStatus: delivered ? 204 : 503, error: null, durationMs: 1 },
+            next: delivered ? { state: 'delivered' } : { state: 'pending', at: new Date(Date.now() - 1) },
+          },
+        },
+      ]);
     };
 
     // Each relay keeps up to four attempts going, claiming more as soon as one ends, as the real relay does.

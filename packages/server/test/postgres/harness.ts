@@ -13,36 +13,36 @@ export function openStore(schema: string, extra: Partial<PostgresStoreOptions> =
   return openPostgresStore({ url: POSTGRES_URL, poolSize: 4, statementTimeoutMs: 30_000, schema, ...extra });
 }
 
-/** Runs one query on a connection of its own (search_path = `schema`), outside any store. */
-export async function sql<T extends pg.QueryResultRow>(
-  schema: string,
+/** One statement on a connection of its own, in `schema` when one is named, outside any store: its rows. */
+async function once<T extends pg.QueryResultRow>(
+  schema: string | null,
   text: string,
-  values: unknown[] = [],
+  values: unknown[],
 ): Promise<T[]> {
   const client = new pg.Client({ connectionString: POSTGRES_URL });
   await client.connect();
   try {
-    await client.query(`SET search_path TO ${schema}`);
+    if (schema !== null) await client.query(`SET search_path TO ${schema}`);
     return (await client.query<T>(text, values)).rows;
   } finally {
     await client.end();
   }
 }
 
+/** Runs one query on a connection of its own (search_path = `schema`), outside any store. */
+export const sql = <T extends pg.QueryResultRow>(schema: string, text: string, values: unknown[] = []) =>
+  once<T>(schema, text, values);
+
 export const dropSchema = async (schema: string): Promise<void> => {
   await sql(schema, `DROP SCHEMA IF EXISTS ${schema} CASCADE`);
 };
 
-/** Runs one statement on a connection of its own to the test server, outside any transaction (CREATE DATABASE). */
-export async function onServer(text: string): Promise<void> {
-  const client = new pg.Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
-}
+/**
+ * Runs one statement on a connection of its own to the test server, outside any transaction (CREATE DATABASE,
+ * pg_stat_activity, pg_terminate_backend), and answers its rows.
+ */
+export const onServer = <T extends pg.QueryResultRow>(text: string, values: unknown[] = []) =>
+  once<T>(null, text, values);
 
 /**
  * A database of its own on the test server, `<prefix>_<random>`, for `waybill serve` processes (they work in
@@ -55,7 +55,11 @@ export function scratchDatabase(prefix: string) {
   return {
     name,
     url: url.toString(),
-    create: () => onServer(`CREATE DATABASE ${name}`),
-    drop: () => onServer(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+    create: async () => {
+      await onServer(`CREATE DATABASE ${name}`);
+    },
+    drop: async () => {
+      await onServer(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    },
   };
 }

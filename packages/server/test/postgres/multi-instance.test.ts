@@ -1,7 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { killAll, type Served, serve } from '../support/processes.js';
-import { onServer, POSTGRES_URL } from './harness.js';
+import { POSTGRES_URL, scratchDatabase } from './harness.js';
 
 /**
  * Two `waybill serve` processes on one PostgreSQL database behave as one service (issue 3): both start (and
@@ -10,7 +9,7 @@ import { onServer, POSTGRES_URL } from './harness.js';
  */
 
 const ADMIN = 'multi-instance-admin-token';
-const database = `wb_multi_${randomBytes(5).toString('hex')}`;
+const database = scratchDatabase('wb_multi');
 
 const json = async (res: Response) => ({
   status: res.status,
@@ -28,11 +27,9 @@ describe.skipIf(!POSTGRES_URL)('two instances on one PostgreSQL database', () =>
     });
 
   beforeAll(async () => {
-    await onServer(`CREATE DATABASE ${database}`);
-    const url = new URL(POSTGRES_URL);
-    url.pathname = `/${database}`;
+    await database.create();
     const env: Record<string, string> = {
-      DATABASE_URL: url.toString(),
+      DATABASE_URL: database.url,
       WAYBILL_PEPPER: 'multi-instance-pepper-0123',
       WAYBILL_ADMIN_TOKEN: ADMIN,
       WAYBILL_ACCESS_LOG: 'off',
@@ -47,7 +44,7 @@ describe.skipIf(!POSTGRES_URL)('two instances on one PostgreSQL database', () =>
   afterAll(async () => {
     await Promise.all([a?.stop(), b?.stop()]);
     killAll();
-    await onServer(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await database.drop();
   });
 
   it('serves through one instance what was ingested through the other, with nothing duplicated or lost', async () => {

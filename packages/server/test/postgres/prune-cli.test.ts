@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Account } from '../../src/domain/records.js';
@@ -6,7 +5,7 @@ import { openPostgresStore } from '../../src/store/postgres/store.js';
 import type { Store } from '../../src/store/store.js';
 import { newAccount, sms } from '../conformance/fixtures.js';
 import { run } from '../support/processes.js';
-import { onServer, POSTGRES_URL } from './harness.js';
+import { POSTGRES_URL, scratchDatabase } from './harness.js';
 
 /**
  * `waybill prune` as a process of its own, against a database a running instance keeps using: it reports
@@ -18,21 +17,19 @@ import { onServer, POSTGRES_URL } from './harness.js';
 const DAY_MS = 86_400_000;
 
 describe.skipIf(!POSTGRES_URL)('waybill prune on PostgreSQL, beside a running instance', () => {
-  const database = `wb_test_${randomBytes(6).toString('hex')}`;
-  const url = new URL(POSTGRES_URL);
-  url.pathname = `/${database}`;
+  const database = scratchDatabase('wb_test');
   let store: Store | undefined;
   let account: Account;
 
   beforeAll(async () => {
-    await onServer(`CREATE DATABASE ${database}`);
-    store = openPostgresStore({ url: url.href, poolSize: 4, statementTimeoutMs: 30_000 });
+    await database.create();
+    store = openPostgresStore({ url: database.url, poolSize: 4, statementTimeoutMs: 30_000 });
     await store.migrate();
     account = await store.createAccount(newAccount());
   });
   afterAll(async () => {
     await store?.close();
-    await onServer(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await database.drop();
   });
 
   it('waits for a reader, saying so on stderr, then prunes; the instance makes the month again', async () => {
@@ -46,14 +43,14 @@ describe.skipIf(!POSTGRES_URL)('waybill prune on PostgreSQL, beside a running in
       now,
     );
 
-    const reader = new pg.Client({ connectionString: url.href });
+    const reader = new pg.Client({ connectionString: database.url });
     reader.on('error', () => {});
     await reader.connect();
     let pruned: Awaited<ReturnType<typeof run>>;
     try {
       await reader.query('BEGIN');
       await reader.query(`SELECT count(*) FROM ${month}`);
-      const pruning = run(['prune', '--older-than', '100', '--database-url', url.href]);
+      const pruning = run(['prune', '--older-than', '100', '--database-url', database.url]);
       await new Promise((resolve) => setTimeout(resolve, 1_500));
       await reader.query('COMMIT');
       pruned = await pruning;
@@ -65,7 +62,7 @@ describe.skipIf(!POSTGRES_URL)('waybill prune on PostgreSQL, beside a running in
     expect(pruned.stderr).toContain(`waybill prune: ${month} is locked by another session`);
 
     const placement = async () => {
-      const client = new pg.Client({ connectionString: url.href });
+      const client = new pg.Client({ connectionString: database.url });
       await client.connect();
       try {
         const result = await client.query<{ id: string; part: string }>(

@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { receiptText, Smsc } from '../intake/smsc.js';
 import { killAll, type Served, serve } from '../support/processes.js';
-import { onServer, POSTGRES_URL } from './harness.js';
+import { POSTGRES_URL, scratchDatabase } from './harness.js';
 
 /**
  * Two `waybill serve` processes on one PostgreSQL database and one `smpp` route (CONTRACT §12 "SMPP binds": a
@@ -13,7 +12,7 @@ import { onServer, POSTGRES_URL } from './harness.js';
  */
 
 const ADMIN = 'smpp-takeover-admin-token';
-const database = `wb_smpp_takeover_${randomBytes(5).toString('hex')}`;
+const database = scratchDatabase('wb_smpp_takeover');
 const RECEIPT = 0x04;
 /** CONTRACT §12: the takeover comes within this after the holder dies. */
 const TAKEOVER_MS = 30_000;
@@ -35,18 +34,16 @@ describe.skipIf(!POSTGRES_URL)('SMPP bind takeover between two instances on Post
   afterAll(async () => {
     killAll();
     await smsc.close();
-    await onServer(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await database.drop();
   });
 
   it('binds once; when the holder is killed the other binds within 30 s, never two at once', {
     timeout: 120_000,
   }, async () => {
     const port = await smsc.listen();
-    await onServer(`CREATE DATABASE ${database}`);
-    const url = new URL(POSTGRES_URL);
-    url.pathname = `/${database}`;
+    await database.create();
     const env = {
-      DATABASE_URL: url.toString(),
+      DATABASE_URL: database.url,
       WAYBILL_PEPPER: 'smpp-takeover-pepper-0123',
       WAYBILL_ADMIN_TOKEN: ADMIN,
       WAYBILL_ACCESS_LOG: 'off',

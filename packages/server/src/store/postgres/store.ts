@@ -192,9 +192,6 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
     async recheckClaims(claims) {
       return outbox.recheck(primary, claims, new Date());
     },
-    async finishAttempt(claimed, outcome) {
-      await outbox.finish(primary, claimed, outcome);
-    },
     async finishAttempts(results) {
       await outbox.finishAll(primary, results);
     },

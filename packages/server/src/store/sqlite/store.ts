@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import type Database from 'better-sqlite3';
 import { parseStoredEvent } from '../../domain/deliveries/events.js';
-import type { AttemptOutcome, ClaimedDelivery, ClaimRequest, FinishedAttempt, Store } from '../store.js';
+import type { ClaimedDelivery, ClaimRequest, FinishedAttempt, Store } from '../store.js';
 import { type AccountStatements, accounts, prepareAccounts } from './accounts.js';
 import { retryingWhileBusy } from './busy.js';
 import { type Checkpointer, holdingWritesForCheckpoints, startCheckpointer } from './checkpointer.js';
@@ -98,9 +98,6 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
   // The relay's bookkeeping commits without waiting for an fsync (database.ts relaxedCommits).
   const relaxed = relaxedCommits(db);
   const claim = db.transaction((request: ClaimRequest) => outbox.claim(sql.outbox, request));
-  const finish = db.transaction((claimed: ClaimedDelivery, outcome: AttemptOutcome) =>
-    outbox.finish(sql.outbox, claimed, outcome),
-  );
   // One transaction for the attempts that ended together: one commit instead of one each.
   const finishAll = db.transaction((results: readonly FinishedAttempt[]) => {
     for (const { claim: claimed, outcome } of results) outbox.finish(sql.outbox, claimed, outcome);
@@ -159,9 +156,6 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     },
     async recheckClaims(claims) {
       return relaxed(() => recheck.immediate(claims));
-    },
-    async finishAttempt(claimed, outcome) {
-      relaxed(() => finish.immediate(claimed, outcome));
     },
     async finishAttempts(results) {
       if (results.length > 0) relaxed(() => finishAll.immediate(results));
