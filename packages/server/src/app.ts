@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Writable } from 'node:stream';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
-import pino from 'pino';
 import { AccountCache } from './auth/account-cache.js';
 import { requireAdminToken } from './auth/admin-token.js';
 import type { Limits } from './auth/limits.js';
@@ -16,10 +16,11 @@ import { ACCOUNT_SCHEMAS } from './http/accounts.js';
 import { registerCors } from './http/cors.js';
 import { registerDeprecationHeaders } from './http/deprecation.js';
 import { DOCS_BRANDING } from './http/docs-theme.js';
-import { registerDrainHeaders } from './http/drain.js';
+import { isDraining, registerDrainHeaders } from './http/drain.js';
 import { registerErrorHandling } from './http/error-handling.js';
 import { ROUTE_SCHEMAS } from './http/intake-routes.js';
 import { registerJsonBody } from './http/json-body.js';
+import { standardOutput } from './http/log-output.js';
 import {
   answerUnmetExpectations,
   clientErrorHandler,
@@ -28,7 +29,9 @@ import {
 } from './http/malformed-http.js';
 import { Metrics } from './http/metrics.js';
 import { DOCUMENTED, finishDocument } from './http/openapi-document.js';
+import { preparedDlr } from './http/prepared-dlr.js';
 import { acceptAllMethods, methodNotAllowed, registerProtocol, requestIdFrom } from './http/protocol.js';
+import { parseQueryString } from './http/query-string.js';
 import { registerRequestMetrics } from './http/request-metrics.js';
 import { type NamedSchema, SHARED_SCHEMAS } from './http/schemas.js';
 import { cachedSerializerFactory } from './http/serializers.js';
@@ -38,7 +41,7 @@ import { adminCallbackRoutes, DELIVERY_SCHEMAS } from './routes/admin-callbacks.
 import { adminIngestRoutes, INGEST_SCHEMAS } from './routes/admin-ingest.js';
 import { adminIntakeRoutes } from './routes/admin-intake-routes.js';
 import { contactMessagesV1Routes, V1_PATH } from './routes/contact-messages-v1.js';
-import { dlrRoutes } from './routes/dlr.js';
+import { dlrRoutes, queryDlr } from './routes/dlr.js';
 import { healthRoutes } from './routes/health.js';
 import { intakeRoutes } from './routes/intake.js';
 import { messagesRoutes } from './routes/messages.js';
@@ -76,6 +79,11 @@ function trustProxyOption(
   return (_address, hop) => hop < trust;
 }
 
+/** Fastify's default: an idle keep-alive connection is closed after this. */
+const KEEP_ALIVE_TIMEOUT_MS = 72_000;
+/** A whole request (head and a body of up to 5 MiB) must arrive within this; the head alone within 10 s. */
+const REQUEST_TIMEOUT_MS = 120_000;
+
 /** Bodies are accepted only by the operator API: 5 MiB holds a batch of 1000 generous items. */
 const BODY_LIMIT = 5 * 1024 * 1024;
 
@@ -108,19 +116,31 @@ const addSchemas = (app: FastifyInstance, schemas: readonly NamedSchema[]) => {
   for (const schema of schemas) app.addSchema(schema);
 };
 
-/**
- * Standard output, written asynchronously: a synchronous write per log line (pino's default) cost /dlr a
- * measurable share of its throughput with the access log on (docs/benchmarks.md). Lines that arrive while a write
- * is in flight go out together in the next one; nothing waits for a buffer to fill, so a quiet server's lines
- * appear at once. pino flushes what is pending when the process exits, signals and fatal errors included; only
- * a SIGKILL (or the machine failing) can lose the lines of the last write in flight.
- */
-let stdout: Writable | undefined;
-function standardOutput(): Writable {
-  // One per process: every app built here (tests build many) shares it and its exit flush.
-  stdout ??= pino.destination({ dest: 1, sync: false }) as unknown as Writable;
-  return stdout;
+/** What the app's HTTP server runs for each request: the prepared paths, then Fastify's router. */
+export type Dispatch = (request: IncomingMessage, response: ServerResponse) => void;
+
+/** A prepared path: answers the request and returns true, or returns false and leaves it to the router. */
+export type PreparedPath = (request: IncomingMessage, response: ServerResponse) => boolean;
+
+const dispatchers = new WeakMap<
+  FastifyInstance,
+  { dispatch: Dispatch; prepared: PreparedPath | undefined }
+>();
+
+function servedBy(app: FastifyInstance) {
+  const served = dispatchers.get(app);
+  if (served === undefined) throw new Error('not an app of buildApp');
+  return served;
 }
+
+/**
+ * The function the app's server runs for each request. `app.inject()` goes to Fastify's router only; tests that
+ * must also take the prepared paths inject through this (light-my-request), as the server's sockets do.
+ */
+export const dispatchOf = (app: FastifyInstance): Dispatch => servedBy(app).dispatch;
+
+/** The app's prepared paths on their own (undefined when the configuration leaves every request to the router). */
+export const preparedPathOf = (app: FastifyInstance): PreparedPath | undefined => servedBy(app).prepared;
 
 /**
  * Builds the service around a store, without listening. Tests drive it with `app.inject()`; `waybill serve`
@@ -141,7 +161,21 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     bindStatus: options.bindStatus ?? ((route) => leasedStatus(store, route)),
   };
 
+  // The prepared paths, answered before Fastify's router (http/prepared-dlr.ts); set once the app exists.
+  let prepared: PreparedPath | undefined;
+  let routing: Dispatch | undefined;
+  const dispatch: Dispatch = (request, response) => {
+    if (prepared?.(request, response) !== true) routing?.(request, response);
+  };
   const app = Fastify({
+    // Fastify's own server, as it would build it, with the prepared paths in front of its router.
+    serverFactory: (handler) => {
+      routing = handler;
+      const server = createServer(HTTP_SERVER_OPTIONS, dispatch);
+      server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+      server.requestTimeout = REQUEST_TIMEOUT_MS;
+      return server;
+    },
     logger: {
       level: config.logLevel,
       stream: options.logStream ?? standardOutput(),
@@ -152,12 +186,11 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     bodyLimit: BODY_LIMIT,
     requestIdHeader: false,
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']) ?? randomUUID(),
-    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200, querystringParser: parseQueryString },
     frameworkErrors,
     clientErrorHandler,
-    http: HTTP_SERVER_OPTIONS,
-    // A whole request (head and a body of up to 5 MiB) must arrive within this; the head alone within 10 s.
-    requestTimeout: 120_000,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    requestTimeout: REQUEST_TIMEOUT_MS,
     // A request that arrives while the server drains is served (http/drain.ts), never refused with 503.
     return503OnClosing: false,
     // DOCUMENTED holds constraints for the OpenAPI document only (http/openapi-document.ts).
@@ -266,5 +299,18 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   methodNotAllowed(app, '/openapi.json', ['GET']);
+
+  // With CORS on, /dlr's answers carry its headers: the route pipeline writes those.
+  if (config.corsOrigins.length === 0) {
+    prepared = preparedDlr({
+      ctx,
+      query: queryDlr,
+      log: app.log,
+      accessLog: config.accessLog,
+      trustProxy: trustProxyOption(config.trustProxy),
+      draining: () => isDraining(app),
+    });
+  }
+  dispatchers.set(app, { dispatch, prepared });
   return app;
 }

@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
 import { secretMatches } from '../domain/credentials.js';
 import { ApiError } from '../domain/errors.js';
@@ -9,6 +9,17 @@ import type { QueryAccount } from './account-cache.js';
 export interface Credentials {
   key: string;
   secret: string;
+}
+
+/** Who is asking: a Fastify request, or the prepared /dlr path's own record of the caller. */
+export interface Caller {
+  /** The caller's address, as `request.ip` gives it (http/caller-address.ts). */
+  ip: string;
+}
+
+/** Where the answer's headers go: a Fastify reply, or the prepared /dlr path's headers. */
+export interface HeaderSink {
+  header(name: string, value: string): unknown;
 }
 
 const invalidCredentials = () => new ApiError('unauthorized', 'invalid credentials', { dlrCode: 4 });
@@ -24,8 +35,8 @@ const invalidCredentials = () => new ApiError('unauthorized', 'invalid credentia
  */
 export async function authenticate(
   ctx: AppContext,
-  request: FastifyRequest,
-  reply: FastifyReply,
+  request: Caller,
+  reply: HeaderSink,
   credentials: Credentials,
 ): Promise<QueryAccount> {
   const cached = ctx.accounts.cached(credentials.key);
@@ -77,7 +88,7 @@ function secretOk(ctx: AppContext, account: QueryAccount, secret: string): boole
 /** The steps before the secret — key, whitelist, lockout — on one copy of the account. */
 async function admissible(
   ctx: AppContext,
-  request: FastifyRequest,
+  request: Caller,
   account: QueryAccount | null,
 ): Promise<QueryAccount> {
   if (!account) throw invalidCredentials();

@@ -11,6 +11,9 @@ import type { FastifyInstance } from 'fastify';
 
 const draining = new WeakSet<FastifyInstance>();
 
+/** True once the app's drain has begun: its answers then close their connections. */
+export const isDraining = (app: FastifyInstance): boolean => draining.has(app);
+
 /** Marks the answers of a draining app `Connection: close`. Register once, on the root instance. */
 export function registerDrainHeaders(app: FastifyInstance): void {
   app.addHook('onSend', (_request, reply, payload, done) => {

@@ -1,4 +1,10 @@
-import type { FastifyError, FastifyInstance, FastifyRequest, FastifySchemaValidationError } from 'fastify';
+import type {
+  FastifyBaseLogger,
+  FastifyError,
+  FastifyInstance,
+  FastifyRequest,
+  FastifySchemaValidationError,
+} from 'fastify';
 import { ApiError } from '../domain/errors.js';
 import { StoreUnavailableError, UnknownAccountError } from '../store/store.js';
 import { sendApiError, sendProblem } from './problem.js';
@@ -16,45 +22,50 @@ export function registerErrorHandling(app: FastifyInstance): void {
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    if (error instanceof ApiError) return sendApiError(request, reply, error);
-    // An ingest whose account was deleted after the route looked it up: the same 404 the lookup would answer.
-    if (error instanceof UnknownAccountError)
-      return sendApiError(request, reply, new ApiError('not_found', error.message));
-    if (error instanceof StoreUnavailableError) {
-      request.log.warn({ err: error }, 'database unavailable');
-      // /dlr keeps the spec's code 11 (its dlrCode); every other endpoint a 503 the client may retry.
-      return sendApiError(
-        request,
-        reply,
-        new ApiError('unavailable', 'the database is unavailable; retry shortly', {
-          retryAfterSeconds: UNAVAILABLE_RETRY_AFTER_SECONDS,
-        }),
-      );
+    if (!isOwnFailure(error)) {
+      switch (error.code) {
+        case 'FST_ERR_CTP_BODY_TOO_LARGE':
+          return sendProblem(request, reply, 'payload_too_large', 'the request body is larger than 5 MiB');
+        case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+          return sendProblem(request, reply, 'unsupported_media_type', mediaTypeDetail(request));
+      }
+      if (error.validation) {
+        const { detail, param } = describeValidation(error.validationContext ?? 'request', error.validation);
+        return sendProblem(request, reply, 'invalid_request', detail, param === undefined ? {} : { param });
+      }
+      if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+        // Any other client error Fastify raises (a malformed header, say): keep its status, hide its internals.
+        return sendProblem(request, reply, 'invalid_request', 'the request is malformed');
+      }
     }
-    switch (error.code) {
-      case 'FST_ERR_CTP_BODY_TOO_LARGE':
-        return sendProblem(request, reply, 'payload_too_large', 'the request body is larger than 5 MiB');
-      case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-        return sendProblem(request, reply, 'unsupported_media_type', mediaTypeDetail(request));
-    }
-    if (error.validation) {
-      const { detail, param } = describeValidation(error.validationContext ?? 'request', error.validation);
-      return sendProblem(request, reply, 'invalid_request', detail, param === undefined ? {} : { param });
-    }
-    if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
-      // Any other client error Fastify raises (a malformed header, say): keep its status, hide its internals.
-      return sendProblem(request, reply, 'invalid_request', 'the request is malformed');
-    }
-    request.log.error({ err: error }, 'unexpected failure');
-    if (request.routeOptions.config.errorStyle === 'dlr') {
-      return sendApiError(request, reply, new ApiError('internal', 'internal error', { dlrCode: 11 }));
-    }
-    return sendProblem(
-      request,
-      reply,
-      'internal',
-      'an unexpected error occurred; the request id identifies it in the log',
-    );
+    return sendApiError(request, reply, apiErrorOf(error, request.log));
+  });
+}
+
+/** Failures of our own making, as opposed to Fastify's protocol and validation errors. */
+const isOwnFailure = (error: unknown): boolean =>
+  error instanceof ApiError || error instanceof UnknownAccountError || error instanceof StoreUnavailableError;
+
+/**
+ * The {@link ApiError} a failure that is not Fastify's own answers with: ours as raised, a store's as the
+ * client should see it, and anything unexpected as a generic 500 that shows no internals (the log, written
+ * here, has them). The route pipeline's error handler and the prepared /dlr path (http/prepared-dlr.ts) both
+ * map failures through it.
+ */
+export function apiErrorOf(error: unknown, log: FastifyBaseLogger): ApiError {
+  if (error instanceof ApiError) return error;
+  // An ingest whose account was deleted after the route looked it up: the same 404 the lookup would answer.
+  if (error instanceof UnknownAccountError) return new ApiError('not_found', error.message);
+  if (error instanceof StoreUnavailableError) {
+    log.warn({ err: error }, 'database unavailable');
+    // /dlr keeps the spec's code 11 (its dlrCode); every other endpoint a 503 the client may retry.
+    return new ApiError('unavailable', 'the database is unavailable; retry shortly', {
+      retryAfterSeconds: UNAVAILABLE_RETRY_AFTER_SECONDS,
+    });
+  }
+  log.error({ err: error }, 'unexpected failure');
+  return new ApiError('internal', 'an unexpected error occurred; the request id identifies it in the log', {
+    dlrCode: 11,
   });
 }
 

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { authenticate } from '../auth/authenticate.js';
+import { authenticate, type Caller, type HeaderSink } from '../auth/authenticate.js';
 import type { AppContext } from '../context.js';
 import type { DlrFailureCode } from '../domain/errors.js';
 import { parseDlrQuery, type RawQuery } from '../domain/query-params.js';
-import { toDlrItem } from '../domain/wire.js';
+import { type DlrItem, toDlrItem } from '../domain/wire.js';
 import { DLR_ITEMS_EXAMPLE } from '../http/examples.js';
 import { PATTERNS } from '../http/patterns.js';
 import { sendDlrFailure } from '../http/problem.js';
@@ -43,6 +43,27 @@ const failure = (
     sometimesHeaders,
     examples: dlrFailureExamples(codes),
   });
+
+/**
+ * The work of `GET /dlr` after routing: the spec's parameter codes, the credential check, the account's switch
+ * and quota, then the items. It answers the items or the failure code to send, and throws the credential
+ * check's {@link ApiError}s. The route below and the prepared path of `waybill serve` (http/prepared-dlr.ts)
+ * both call it, so the two differ only in how the answer is written.
+ */
+export async function queryDlr(
+  ctx: AppContext,
+  rawQuery: RawQuery,
+  caller: Caller,
+  headers: HeaderSink,
+): Promise<DlrItem[] | DlrFailureCode> {
+  const query = parseDlrQuery(rawQuery);
+  if (!query.ok) return query.code;
+  const account = await authenticate(ctx, caller, headers, query);
+  if (!account.dlrQueryEnabled) return 20;
+  if (account.balance + account.creditLimit < 0) return 9;
+  const rows = await ctx.store.findDlr(account.id, query.messageId);
+  return rows.map(toDlrItem);
+}
 
 /** `GET /dlr` — the delivery result of one SMS request (spec §4.1, CONTRACT §2). */
 export async function dlrRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
@@ -96,13 +117,8 @@ export async function dlrRoutes(app: FastifyInstance, ctx: AppContext): Promise<
       },
     },
     async (request, reply) => {
-      const query = parseDlrQuery(request.query as RawQuery);
-      if (!query.ok) return sendDlrFailure(reply, query.code);
-      const account = await authenticate(ctx, request, reply, query);
-      if (!account.dlrQueryEnabled) return sendDlrFailure(reply, 20);
-      if (account.balance + account.creditLimit < 0) return sendDlrFailure(reply, 9);
-      const rows = await ctx.store.findDlr(account.id, query.messageId);
-      return rows.map(toDlrItem);
+      const outcome = await queryDlr(ctx, request.query as RawQuery, request, reply);
+      return typeof outcome === 'number' ? sendDlrFailure(reply, outcome) : outcome;
     },
   );
   methodNotAllowed(app, '/dlr', ['GET'], { errorStyle: 'dlr' });

@@ -1,6 +1,8 @@
 import { Writable } from 'node:stream';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import inject from 'light-my-request';
 import { afterEach, beforeEach } from 'vitest';
+import { dispatchOf } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { composeService } from '../../src/service.js';
 import type { Store } from '../../src/store/store.js';
@@ -25,6 +27,10 @@ export interface Harness {
   logs: string[];
   /** Moves the injected clock. */
   advance(ms: number): void;
+  /**
+   * Sends a request as the app's server would hand it over: to the prepared paths (http/prepared-dlr.ts) first,
+   * then to Fastify's router. (`app.inject` goes to the router alone.)
+   */
   inject(options: InjectOptions | string): Promise<LightMyRequestResponse>;
   admin(
     method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
@@ -74,7 +80,7 @@ export async function startHarness(
     advance: (ms) => {
       now += ms;
     },
-    inject: (options) => app.inject(options),
+    inject: (options) => injectServed(app, options),
     admin,
     async createAccount(body = {}) {
       const res = await admin('POST', '/admin/v1/accounts', { name: 'Acme', ...body });
@@ -88,6 +94,15 @@ export async function startHarness(
       await service.close();
     },
   };
+}
+
+/** Sends a request through the app's whole dispatch, prepared paths included (see Harness.inject). */
+export async function injectServed(
+  app: FastifyInstance,
+  options: InjectOptions | string,
+): Promise<LightMyRequestResponse> {
+  await app.ready();
+  return inject(dispatchOf(app), options);
 }
 
 /** A harness per test, on the given engine. */
