@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { createConnection } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { engines } from '../support/engines.js';
 import { ADMIN_TOKEN, START } from '../support/http.js';
@@ -11,6 +12,22 @@ function expectConsoleHeaders(page: Page): void {
   expect(page.headers.get('content-security-policy')).toBe(CSP);
   expect(page.headers.get('referrer-policy')).toBe('same-origin');
   expect(page.headers.get('cache-control')).toBe('no-store');
+}
+
+/** The head of the answer to raw request bytes (for requests fetch cannot make, such as one without Host). */
+function rawHead(base: string, request: string): Promise<string> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = createConnection({ host: hostname, port: Number(port) });
+    let answer = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      answer += chunk;
+    });
+    socket.on('end', () => resolve(answer.split('\r\n\r\n')[0] ?? ''));
+    socket.on('error', reject);
+    socket.write(request);
+  });
 }
 
 const sessionCookie = (page: Page) => page.setCookies.find((line) => line.startsWith('waybill_session='));
@@ -40,6 +57,22 @@ describe.each(engines())('$name console: sign-in, sessions, CSRF', (engine) => {
     expect((await browser.get('/console/assets/console.css')).headers.get('content-type')).toMatch(
       /^text\/css/,
     );
+  });
+
+  it('carries them on the refusals made before the console is reached: an overlong request line, a bad URL, no Host', async () => {
+    const { base } = served();
+    const browser = new Browser(base);
+    const overlong = await browser.get(`/console/messages?id=${'a'.repeat(9000)}`);
+    expect(overlong.status).toBe(414);
+    expectConsoleHeaders(overlong);
+    const badUrl = await browser.get('/console/%zz');
+    expect(badUrl.status).toBe(400);
+    expectConsoleHeaders(badUrl);
+    // HTTP/1.1 without Host: refused by the protocol hook, before the console's.
+    const noHost = await rawHead(base, 'GET /console/sign-in HTTP/1.1\r\nConnection: close\r\n\r\n');
+    expect(noHost).toMatch(/^HTTP\/1\.1 400 /);
+    expect(noHost).toMatch(new RegExp(`\r\ncontent-security-policy: ${CSP}\r\n`, 'i'));
+    expect(noHost).toMatch(/\r\nreferrer-policy: same-origin\r\n/i);
   });
 
   it('signs an account in with its key and secret: a session cookie of 256 bits, stored only hashed', async () => {
