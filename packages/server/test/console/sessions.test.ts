@@ -254,7 +254,7 @@ describe.each(engines())('$name console: sign-in, sessions, CSRF', (engine) => {
   });
 });
 
-describe.each(engines())('$name console: session expiry and HTTPS', (engine) => {
+describe.each(engines())('$name console: session expiry, request rate and HTTPS', (engine) => {
   describe('with WAYBILL_CONSOLE_SESSION_HOURS=1', () => {
     const served = useListening(engine, { WAYBILL_CONSOLE_SESSION_HOURS: '1' });
 
@@ -269,6 +269,27 @@ describe.each(engines())('$name console: session expiry and HTTPS', (engine) => 
       }
       h.advance(60 * 60_000);
       expect((await browser.get('/console')).location).toBe('/console/sign-in');
+    });
+  });
+
+  describe('with a request rate of 1/s, burst 2', () => {
+    const served = useListening(engine, { WAYBILL_RATE_PER_SECOND: '1', WAYBILL_RATE_BURST: '2' });
+
+    it('takes a sign-in from the account’s bucket, which the API shares: over the rate, it is refused', async () => {
+      const { h, base } = served();
+      const account = await h.createAccount();
+      // The clock stands still: no token comes back during the test.
+      const dlr = await h.inject(`/dlr?key=${account.key}&secret=${account.secret}&messageid=m-1`);
+      expect(dlr.statusCode).toBe(200);
+      expect((await new Browser(base).signIn(account.key, account.secret)).status).toBe(303);
+      const refused = await new Browser(base).signIn(account.key, account.secret);
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+      expect(refused.text).toContain('Too many attempts');
+      expect(sessionCookie(refused)).toBeUndefined();
+      // The API sees the same empty bucket.
+      const after = await h.inject(`/dlr?key=${account.key}&secret=${account.secret}&messageid=m-1`);
+      expect(after.statusCode).toBe(429);
     });
   });
 
