@@ -86,7 +86,9 @@ export class ConsoleSessions {
     );
     if (!session) return null;
     const csrf = this.#mac('session', token);
-    if (session.accountId === null) return { kind: 'operator', csrf };
+    // The operator's console is there only while an admin token is set (as /admin is): a process started without
+    // one honours no operator session, even one signed in on another process or before a restart.
+    if (session.accountId === null) return this.ctx.config.adminToken ? { kind: 'operator', csrf } : null;
     const account = await this.ctx.store.getAccount(session.accountId);
     // The whitelist holds for the whole session, not only at sign-in: a session carried (or a whitelist
     // narrowed) to an address outside it stops working there.

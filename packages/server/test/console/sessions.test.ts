@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import { createConnection } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { composeService } from '../../src/service.js';
 import { engines } from '../support/engines.js';
-import { ADMIN_TOKEN, START } from '../support/http.js';
+import { ADMIN_TOKEN, PEPPER, START } from '../support/http.js';
 import { Browser, type Page, useListening } from './browser.js';
 
 const CSP = "default-src 'self'; frame-ancestors 'none'";
@@ -211,6 +213,32 @@ describe.each(engines())('$name console: sign-in, sessions, CSRF', (engine) => {
     expect((await h.admin('DELETE', `/admin/v1/accounts/${account.id}`)).statusCode).toBe(204);
     expect((await browser.get('/console')).location).toBe('/console/sign-in');
     expect((await stays.get('/console')).location).toBe('/console/messages');
+  });
+
+  it('honours an operator session only while an admin token is set (a process started without one)', async () => {
+    const { h, base } = served();
+    const operator = new Browser(base);
+    await operator.signInOperator(ADMIN_TOKEN);
+    const cookie = `waybill_session=${operator.cookies.get('waybill_session') ?? ''}`;
+    // Another process on the same database, started without WAYBILL_ADMIN_TOKEN: no operator console there.
+    const without = await composeService({
+      config: loadConfig({ DATABASE_URL: 'sqlite::memory:', WAYBILL_LOG_LEVEL: 'silent' }),
+      store: h.store,
+      pepper: PEPPER,
+      clock: () => START,
+    });
+    try {
+      const refused = await without.app.inject({ url: '/console/operator/accounts', headers: { cookie } });
+      expect(refused.statusCode).toBe(303);
+      expect(refused.headers.location).toBe('/console/sign-in');
+      expect((await without.app.inject({ url: '/console', headers: { cookie } })).headers.location).toBe(
+        '/console/sign-in',
+      );
+    } finally {
+      await without.app.close();
+    }
+    // Where the token is set, the session still works.
+    expect((await operator.get('/console/operator/accounts')).status).toBe(200);
   });
 
   it('applies the IP whitelist at sign-in and for the whole session', async () => {
