@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { engines } from '../support/engines.js';
-import { ADMIN_TOKEN, type CreatedAccount, type Harness, START } from '../support/http.js';
+import { ADMIN_TOKEN, basic, type CreatedAccount, type Harness, START } from '../support/http.js';
 import { Browser, useListening } from './browser.js';
 
 const TO = '447700900123';
@@ -157,6 +157,42 @@ describe.each(engines())('$name console pages', (engine) => {
     expect(even.text).not.toContain('hello 3');
     const bad = await browser.get('/console/contacts?channel=WHATSAPP&channelUserId=wa-user-1&cursor=forged');
     expect(bad.status).toBe(400);
+  });
+
+  it('contact history by contact id, and with a cursor the API gave (CONTRACT §4)', async () => {
+    const { h, base } = served();
+    const account = await h.createAccount();
+    await h.ingest(
+      account.id,
+      Array.from({ length: 3 }, (_, i) => ({
+        id: `k-${i}`,
+        channel: 'VIBER',
+        channelUserId: 'viber-user-1',
+        createdAt: new Date(START + i * 1000).toISOString(),
+        text: `viber ${i}`,
+      })),
+    );
+    const api = await h.inject({
+      url: '/messages?channel=VIBER&channelUserId=viber-user-1&size=1',
+      headers: { authorization: basic(account.key, account.secret) },
+    });
+    expect(api.statusCode, api.body).toBe(200);
+    const first = api.json() as { messages: { contactId: string }[]; nextCursor: string };
+    const contactId = first.messages[0]?.contactId ?? '';
+    const browser = new Browser(base);
+    await browser.signIn(account.key, account.secret);
+    const byContact = await browser.get(`/console/contacts?channel=VIBER&contactId=${contactId}`);
+    expect(byContact.status).toBe(200);
+    expect(byContact.text.indexOf('viber 2')).toBeGreaterThan(0);
+    expect(byContact.text.indexOf('viber 2')).toBeLessThan(byContact.text.indexOf('viber 0'));
+    // The API's cursor for the page after its first (viber 2) gives the console the older ones.
+    const older = await browser.get(
+      `/console/contacts?channel=VIBER&channelUserId=viber-user-1&size=1&cursor=${encodeURIComponent(first.nextCursor)}`,
+    );
+    expect(older.status).toBe(200);
+    expect(older.text).toContain('viber 1');
+    expect(older.text).not.toContain('viber 2');
+    expect(older.text).not.toContain('viber 0');
   });
 
   it('keeps an account’s session to its own data, whatever the request names, and off the operator pages', async () => {
