@@ -112,7 +112,13 @@ describe.each(engines())('$name console pages', (engine) => {
     expect((await browser.get(all.location ?? '')).text).toContain('1 dead delivery is pending again');
 
     await killPending(h);
-    await browser.get('/console/messages?id=m-1');
+    // The lookup lists every attempt of the delivery, those before each redelivery too: three, each an HTTP 500.
+    const lookup = await browser.get('/console/messages?id=m-1');
+    const card = new RegExp(`<span class="mono">${id}</span>[\\s\\S]*?</table>`).exec(lookup.text)?.[0] ?? '';
+    const attempts = [
+      ...card.matchAll(/<tr><td class="num">(\d+)<\/td><td>[^<]+<\/td><td>500<\/td><td>HTTP 500<\/td>/g),
+    ];
+    expect(attempts.map((m) => m[1])).toEqual(['1', '2', '3']);
     const fromLookup = await browser.post('/console/messages/redeliver', { delivery: id });
     expect(fromLookup.location).toBe('/console/messages?id=m-1&notice=redelivered');
     // A superseded delivery is refused as the API refuses it.
