@@ -241,6 +241,53 @@ describe.each(engines())('$name console: sign-in, sessions, CSRF', (engine) => {
     expect((await operator.get('/console/operator/accounts')).status).toBe(200);
   });
 
+  it('ends an operator session when the admin token changes: a restart with another token refuses it', async () => {
+    const { h, base } = served();
+    const operator = new Browser(base);
+    await operator.signInOperator(ADMIN_TOKEN);
+    const token = operator.cookies.get('waybill_session') ?? '';
+    const cookie = `waybill_session=${token}`;
+    const restarted = (adminToken: string) =>
+      composeService({
+        config: loadConfig({
+          DATABASE_URL: 'sqlite::memory:',
+          WAYBILL_LOG_LEVEL: 'silent',
+          WAYBILL_ADMIN_TOKEN: adminToken,
+        }),
+        store: h.store,
+        pepper: PEPPER,
+        clock: () => START,
+      });
+    // The same database after a restart with a new WAYBILL_ADMIN_TOKEN: the old token's session is refused.
+    const changed = await restarted(`${ADMIN_TOKEN}-rotated`);
+    try {
+      const refused = await changed.app.inject({ url: '/console/operator/accounts', headers: { cookie } });
+      expect(refused.statusCode).toBe(303);
+      expect(refused.headers.location).toBe('/console/sign-in');
+      expect((await changed.app.inject({ url: '/console', headers: { cookie } })).headers.location).toBe(
+        '/console/sign-in',
+      );
+      expect((await changed.app.inject({ url: '/console/sign-in', headers: { cookie } })).statusCode).toBe(
+        200,
+      );
+    } finally {
+      await changed.app.close();
+    }
+    // A restart with the same token keeps it.
+    const same = await restarted(ADMIN_TOKEN);
+    try {
+      const kept = await same.app.inject({ url: '/console/operator/accounts', headers: { cookie } });
+      expect(kept.statusCode).toBe(200);
+    } finally {
+      await same.app.close();
+    }
+    expect((await operator.get('/console/operator/accounts')).status).toBe(200);
+    // The row is found by an HMAC keyed with the admin token's fingerprint, not by the token's plain SHA-256.
+    expect(
+      await h.store.findSession(createHash('sha256').update(token).digest(), new Date(START)),
+    ).toBeNull();
+  });
+
   it('applies the IP whitelist at sign-in and for the whole session', async () => {
     const { h, base } = served();
     const outside = await h.createAccount({ ipWhitelist: ['192.0.2.0/24'] });
