@@ -83,6 +83,9 @@ describe.each(engines())('$name console pages', (engine) => {
     // Two events queued two deliveries; the older is superseded by the newer.
     expect(page.text).toContain('superseded');
     expect(page.text).toContain('pending');
+    // No redelivery yet: the count is the table's, and says nothing of redeliveries.
+    expect(page.text).toMatch(/<span class="mono">evt_[^<]+<\/span> · 0 attempts · next /);
+    expect(page.text).not.toContain('since redelivery');
     const unknown = await browser.get('/console/messages?id=nope');
     expect(unknown.text).toContain('No SMS recipient');
     expect((await browser.get('/console/messages?id=bad%20id')).status).toBe(400);
@@ -119,8 +122,14 @@ describe.each(engines())('$name console pages', (engine) => {
       ...card.matchAll(/<tr><td class="num">(\d+)<\/td><td>[^<]+<\/td><td>500<\/td><td>HTTP 500<\/td>/g),
     ];
     expect(attempts.map((m) => m[1])).toEqual(['1', '2', '3']);
+    // The card's count agrees with its table: every attempt, and those since the last redelivery apart.
+    expect(card).toContain(`<span class="mono">${id}</span> · 3 attempts (1 since redelivery)</p>`);
     const fromLookup = await browser.post('/console/messages/redeliver', { delivery: id });
     expect(fromLookup.location).toBe('/console/messages?id=m-1&notice=redelivered');
+    const redelivered = await browser.get('/console/messages?id=m-1');
+    expect(redelivered.text).toContain(
+      `<span class="mono">${id}</span> · 3 attempts (none since redelivery)`,
+    );
     // A superseded delivery is refused as the API refuses it.
     const superseded = /superseded<\/span> <span class="mono">(evt_[^<]+)/.exec(
       (await browser.get('/console/messages?id=m-1')).text,
