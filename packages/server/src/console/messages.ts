@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { DeliveryDetail } from '../domain/deliveries/delivery.js';
 import { isMessageId } from '../domain/formats.js';
 import {
   DR_ERRCODES,
@@ -20,6 +21,18 @@ export function meanings(item: DlrItem) {
     drStatuscode: item.drStatuscode === undefined ? null : DR_STATUSCODE_MEANINGS[item.drStatuscode],
     drErrcode: item.drErrcode === undefined ? null : DR_ERRCODES[item.drErrcode as DrErrcode],
   };
+}
+
+/**
+ * A delivery card's count, agreeing with the attempt table under it: `attempts` counts those since the last
+ * redelivery (the relay's retry schedule restarts there), the log holds every attempt. When they differ the
+ * label says both: `3 attempts (1 since redelivery)`.
+ */
+export function attemptsLabel(delivery: Pick<DeliveryDetail, 'attempts' | 'attemptLog'>): string {
+  const all = Math.max(delivery.attemptLog.length, delivery.attempts);
+  const label = `${all} attempt${all === 1 ? '' : 's'}`;
+  if (delivery.attempts === all) return label;
+  return `${label} (${delivery.attempts === 0 ? 'none' : delivery.attempts} since redelivery)`;
 }
 
 /** Page 1: a message id's recipients as /dlr shows them, each with its receipt timeline and callback deliveries. */
@@ -48,7 +61,9 @@ export async function messagePages(app: FastifyInstance, { ctx }: ConsoleDeps): 
       item,
       meaning: meanings(item),
       events: events.filter((e) => e.item.to === item.to).map((e) => ({ ...e, meaning: meanings(e.item) })),
-      deliveries: deliveries.filter((d) => d.to === item.to),
+      deliveries: deliveries
+        .filter((d) => d.to === item.to)
+        .map((d) => ({ ...d, attemptsLabel: attemptsLabel(d) })),
     }));
     return page(request, reply, 'messages', { title: `Message ${id}`, account, id, recipients, notice });
   });

@@ -9,6 +9,7 @@ import { ApiError } from '../domain/errors.js';
 import { StoreUnavailableError } from '../store/store.js';
 import { contactPages } from './contacts.js';
 import { deliveryPages } from './deliveries.js';
+import { setConsoleHeaders } from './headers.js';
 import { messagePages } from './messages.js';
 import { operatorPages } from './operator.js';
 import { ASSETS_DIR, type ConsoleDeps, errorPage, page, VIEWS_DIR } from './render.js';
@@ -17,14 +18,8 @@ import { ConsoleSessions, CSRF_FIELD, sameOrigin, sameString } from './session.j
 import { settingsPages } from './settings.js';
 import { signInPages } from './sign-in.js';
 
-/** CONTRACT §13: no inline script or style, no framing, nothing from another origin. */
-export const CONSOLE_CSP = "default-src 'self'; frame-ancestors 'none'";
-
 /** Forms are small: a whitelist of a few hundred entries is the largest. */
 const CONSOLE_BODY_LIMIT = 64 * 1024;
-
-const isConsolePath = (url: string) =>
-  url === '/console' || url.startsWith('/console/') || url.startsWith('/console?');
 
 /** The console's own files, read once: one stylesheet and one small script. */
 const ASSETS: Record<string, { type: string; body: Buffer }> = {
@@ -37,17 +32,14 @@ const SIGN_IN_PATHS = new Set(['/console/sign-in', '/console/sign-in/operator'])
 
 /**
  * The console (CONTRACT §13): server-rendered pages under /console for an account's staff and the operator.
- * The headers hook sits on the root so that every answer under /console carries them, the root's 404s and
- * framework errors included.
+ * The headers hook is the root's onSend, so that every answer under /console carries them: the root's 404s and
+ * the refusals of hooks that run before any of the console's (an overlong request line, a missing Host) included;
+ * the router's own refusals (a URL it cannot decode) run no hook and set them in http/malformed-http.ts.
  */
 export async function registerConsole(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  app.addHook('onRequest', (request, reply, done) => {
-    if (isConsolePath(request.url)) {
-      reply.header('content-security-policy', CONSOLE_CSP);
-      reply.header('referrer-policy', 'same-origin');
-      reply.header('x-content-type-options', 'nosniff');
-    }
-    done();
+  app.addHook('onSend', (request, reply, payload, done) => {
+    setConsoleHeaders(request.url, reply);
+    done(null, payload);
   });
   await app.register((scope) => consoleScope(scope, ctx), { prefix: '/console' });
 }

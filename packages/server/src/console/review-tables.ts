@@ -27,15 +27,20 @@ export interface ReviewTable {
 const STATES = [...DR_STATUSCODES, 'none'] as const;
 const stateLabel = (state: (typeof STATES)[number]) => (state === 'none' ? 'no receipt yet' : state);
 
-/** A group's error codes in one cell, most frequent first: `3: 2, 1: 1`. */
-const errcodeCell = (tally: ReviewTally) => tally.errcodes.map((e) => `${e.errcode}: ${e.n}`).join(', ');
+/**
+ * A group's error codes in one cell, most frequent first, each with the spec's meaning the whole period's table
+ * shows (the tally's own, from domain/review.ts): `0 Normal: 2; 3 Number deactivated or invalid: 1`. A meaning
+ * may hold commas, hence the semicolons.
+ */
+const errcodeCell = (tally: ReviewTally) =>
+  tally.errcodes.map((e) => `${e.errcode} ${e.meaning}: ${e.n}`).join('; ');
 
 /** The columns a network's or a day's row shares: the same figures as the whole period's. */
 const tallyColumns: ReviewTable['columns'] = [
   { label: 'Sent', kind: 'count' },
   ...STATES.map((state) => ({ label: stateLabel(state), kind: 'count' as const })),
   { label: 'Delivery rate', kind: 'rate' },
-  { label: 'drErrcode: recipients', kind: 'code' },
+  { label: 'drErrcode meaning: recipients', kind: 'text' },
 ];
 const tallyCells = (tally: ReviewTally): CsvCell[] => [
   tally.sent,

@@ -30,12 +30,41 @@ const sha256 = (value: string) => createHash('sha256').update(value).digest();
 /**
  * CSRF tokens are HMACs of the session token under a key of their own derived from the pepper: bound to one
  * session, never stored, and worthless without the cookie (which a page script cannot read: HttpOnly).
+ *
+ * An account's session row is found by the SHA-256 of its token. An operator's is found by an HMAC of its token
+ * keyed with the admin token's fingerprint (itself an HMAC of WAYBILL_ADMIN_TOKEN under a key derived from the
+ * pepper): a process with another admin token, or none, computes another digest and finds no operator session, so
+ * changing the token ends every operator session without a column to hold it.
  */
 export class ConsoleSessions {
   readonly #key: Buffer;
+  /** The admin token's keyed fingerprint: the key of operator sessions' digests (null: no admin token). */
+  readonly #operatorKey: Buffer | null;
 
   constructor(private readonly ctx: AppContext) {
     this.#key = Buffer.from(hkdfSync('sha256', ctx.pepper, Buffer.alloc(0), 'waybill console csrf', 32));
+    const adminToken = ctx.config.adminToken;
+    this.#operatorKey = adminToken
+      ? createHmac(
+          'sha256',
+          Buffer.from(hkdfSync('sha256', ctx.pepper, Buffer.alloc(0), 'waybill console operator', 32)),
+        )
+          .update(adminToken)
+          .digest()
+      : null;
+  }
+
+  /** The digest an operator session's row is kept under, for this process's admin token (null: none set). */
+  #operatorHash(token: string): Buffer | null {
+    if (this.#operatorKey === null) return null;
+    return createHmac('sha256', hmacKey(this.#operatorKey)).update(token).digest();
+  }
+
+  /** Deletes the session of the token, whichever kind it is. */
+  async #delete(token: string): Promise<void> {
+    await this.ctx.store.deleteSession(sha256(token));
+    const operator = this.#operatorHash(token);
+    if (operator !== null) await this.ctx.store.deleteSession(operator);
   }
 
   #ttlMs(): number {
@@ -55,12 +84,14 @@ export class ConsoleSessions {
   async start(request: FastifyRequest, reply: FastifyReply, accountId: string | null): Promise<void> {
     // A sign-in never keeps the session the browser came with (no fixation): it ends, and a new one starts.
     const previous = request.cookies[SESSION_COOKIE];
-    if (previous !== undefined && previous !== '') await this.ctx.store.deleteSession(sha256(previous));
+    if (previous !== undefined && previous !== '') await this.#delete(previous);
     const token = randomBytes(32).toString('base64url');
+    const tokenHash = accountId === null ? this.#operatorHash(token) : sha256(token);
+    if (tokenHash === null) throw new Error('an operator session needs WAYBILL_ADMIN_TOKEN');
     const now = this.ctx.now();
     await this.ctx.store.createSession(
       {
-        tokenHash: sha256(token),
+        tokenHash,
         accountId,
         createdAt: now,
         expiresAt: new Date(now.getTime() + this.#ttlMs()),
@@ -79,14 +110,20 @@ export class ConsoleSessions {
     const token = request.cookies[SESSION_COOKIE];
     if (token === undefined || token === '') return null;
     const now = this.ctx.now();
-    const session = await this.ctx.store.touchSession(
-      sha256(token),
-      now,
-      new Date(now.getTime() + this.#ttlMs()),
-    );
-    if (!session) return null;
+    const expiresAt = new Date(now.getTime() + this.#ttlMs());
+    const session = await this.ctx.store.touchSession(sha256(token), now, expiresAt);
+    if (!session) {
+      // The operator's console is there only while an admin token is set (as /admin is), and an operator session
+      // only under the token it was signed in with: a process started without one, or with another (a restart
+      // after a change, another process), finds none, even one signed in elsewhere or before the restart.
+      const operatorHash = this.#operatorHash(token);
+      if (operatorHash === null) return null;
+      const operator = await this.ctx.store.touchSession(operatorHash, now, expiresAt);
+      return operator?.accountId === null ? { kind: 'operator', csrf: this.#mac('session', token) } : null;
+    }
+    // An operator row under the plain SHA-256 was signed in before sessions were bound to the admin token.
+    if (session.accountId === null) return null;
     const csrf = this.#mac('session', token);
-    if (session.accountId === null) return { kind: 'operator', csrf };
     const account = await this.ctx.store.getAccount(session.accountId);
     // The whitelist holds for the whole session, not only at sign-in: a session carried (or a whitelist
     // narrowed) to an address outside it stops working there.
@@ -97,7 +134,7 @@ export class ConsoleSessions {
   /** Ends the request's session, if any, and clears its cookie. */
   async end(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const token = request.cookies[SESSION_COOKIE];
-    if (token !== undefined && token !== '') await this.ctx.store.deleteSession(sha256(token));
+    if (token !== undefined && token !== '') await this.#delete(token);
     reply.clearCookie(SESSION_COOKIE, this.#cookieOptions(request, '/console'));
   }
 

@@ -139,13 +139,16 @@ describe.runIf(browserTestsEnabled()).each(engines())(
       await c.docsShot('messages');
     });
 
-    it('pages through a contact’s history, newest first, and filters by campaign', async () => {
+    it('pages through a contact’s history with the keyboard, newest first, and filters by campaign', async () => {
       const { console: c } = served();
       await c.goto('/console/contacts');
       await c.check('contacts-empty');
-      await c.page.selectOption('select[name="channel"]', 'SMS');
-      await c.page.fill('input[name="channelUserId"]', CONTACT);
-      await c.click('form[action="/console/contacts"] button[type="submit"]');
+      // The channel by typing its name on the focused select, the contact, then Enter in the field: no mouse.
+      await c.typeInto('select[name="channel"]', 'SMS');
+      expect(await c.page.locator('select[name="channel"]').inputValue()).toBe('SMS');
+      await c.typeInto('input[name="channelUserId"]', CONTACT);
+      await c.enter();
+      expect(c.path()).toBe(`/console/contacts?channel=SMS&channelUserId=${CONTACT}&contactId=&campaignId=`);
       const ids = () => c.page.locator('tbody tr td:nth-child(2)').allTextContents();
       const first = await ids();
       expect(first).toHaveLength(20);
@@ -159,7 +162,14 @@ describe.runIf(browserTestsEnabled()).each(engines())(
       expect(await c.page.locator('text=Older messages').count()).toBe(0);
       await c.check('contacts-older');
 
-      await c.goto(`/console/contacts?channel=SMS&channelUserId=${CONTACT}&campaignId=spring`);
+      // The campaign filter, typed into the form the page comes back with, and sent with Space on its button.
+      await c.goto(`/console/contacts?channel=SMS&channelUserId=${CONTACT}`);
+      await c.typeInto('input[name="campaignId"]', 'spring');
+      await c.tabTo('form[action="/console/contacts"] button[type="submit"]');
+      await c.space();
+      expect(c.path()).toBe(
+        `/console/contacts?channel=SMS&channelUserId=${CONTACT}&contactId=&campaignId=spring`,
+      );
       const spring = (await ids()).map((id) => id.trim());
       expect(spring).toHaveLength(13);
       expect(spring.every((id) => Number(id.slice(2)) % 2 === 1)).toBe(true);
@@ -168,8 +178,12 @@ describe.runIf(browserTestsEnabled()).each(engines())(
       expect(c.path()).toBe('/console/messages?id=h-25');
     });
 
-    it('redelivers a dead delivery from the deliveries page and the receiver gets it', async () => {
+    it('redelivers a dead delivery with the keyboard, from the deliveries page and the lookup; the receiver gets it', async () => {
       const { console: c } = served();
+      const deadId = (await deliveries('?state=dead')).find((d) => d.to === TO_DEAD)?.id ?? '';
+      expect(deadId).toMatch(/^evt_/);
+      const redeliverButton = (form: string) =>
+        `form[action="${form}"]:has(input[name="delivery"][value="${deadId}"]) button[type="submit"]`;
       await c.goto('/console/deliveries?state=dead');
       const rows = c.page.locator('tbody tr', { hasText: TO_DEAD });
       expect(await rows.count()).toBe(1);
@@ -180,7 +194,8 @@ describe.runIf(browserTestsEnabled()).each(engines())(
       const before = receiver.received.filter((r) => r.body.includes('"messageid":"dead-1"')).length;
       expect(before).toBe(2);
       refuseDead = false;
-      await c.click(`tbody tr:has-text("${TO_DEAD}") button[type="submit"]`);
+      await c.tabTo(redeliverButton('/console/deliveries/redeliver'));
+      await c.space();
       expect(await c.page.getByRole('status').textContent()).toContain('pending again');
       await c.check('deliveries-redelivered');
       await waitFor(
@@ -203,6 +218,31 @@ describe.runIf(browserTestsEnabled()).each(engines())(
       await c.goto('/console/deliveries?state=delivered');
       expect(await c.page.locator('tbody tr', { hasText: TO_DEAD }).count()).toBe(1);
       c.expectClean('deliveries');
+
+      // Again from the lookup, with Enter on its Redeliver: a delivered delivery may be sent again.
+      await c.goto('/console/messages?id=dead-1');
+      await c.tabTo(redeliverButton('/console/messages/redeliver'));
+      await c.enter();
+      expect(c.path()).toBe('/console/messages?id=dead-1&notice=redelivered');
+      await waitFor(
+        () => receiver.received.filter((r) => r.body.includes('"messageid":"dead-1"')).length === before + 2,
+        10_000,
+        'the second redelivery to arrive',
+      );
+      await waitFor(
+        async () => {
+          await c.page.reload();
+          return (await c.page.locator('.delivery .state.delivered').count()) > 0;
+        },
+        10_000,
+        'the lookup to show the delivery delivered',
+      );
+      // Its card counts every attempt its table lists, and those since the last redelivery apart.
+      expect(await c.page.locator('.delivery tbody tr').count()).toBe(4);
+      expect(await c.page.locator('.delivery > p').textContent()).toContain(
+        '4 attempts (1 since redelivery)',
+      );
+      await c.check('messages-redelivered');
     });
 
     it('rotates the callback secret with the keyboard: shown once, and a test delivery verifies with it', async () => {
@@ -242,6 +282,31 @@ describe.runIf(browserTestsEnabled()).each(engines())(
       expect(() =>
         new Webhook(secret).verify(test?.body ?? '', test?.headers as Record<string, string>),
       ).not.toThrow();
+    });
+
+    it('saves the settings form with the keyboard alone: a whitelist typed, the callbacks switched off with Space', async () => {
+      const { h, console: c } = served();
+      await c.goto('/console/settings');
+      await c.typeInto('form[action="/console/settings"] textarea[name="ipWhitelist"]', '127.0.0.0/8');
+      await c.tabTo('form[action="/console/settings"] input[name="callbackEnabled"]');
+      await c.page.keyboard.press('Space');
+      expect(await c.page.locator('input[name="callbackEnabled"]').isChecked()).toBe(false);
+      await c.tabTo('form[action="/console/settings"] button[type="submit"]');
+      await c.enter();
+      expect(await c.page.getByRole('status').textContent()).toBe('Saved.');
+      const saved = await h.admin('GET', `/admin/v1/accounts/${account.id}`);
+      expect(saved.json()).toMatchObject({
+        callbackUrl: receiver.url,
+        callbackEnabled: false,
+        ipWhitelist: ['127.0.0.0/8'],
+      });
+      await c.check('settings-saved');
+      // As it was, for what follows.
+      const restored = await h.admin('PATCH', `/admin/v1/accounts/${account.id}`, {
+        callbackEnabled: true,
+        ipWhitelist: [],
+      });
+      expect(restored.statusCode, restored.body).toBe(200);
     });
 
     it('signs out', async () => {

@@ -107,17 +107,22 @@ describe.runIf(browserTestsEnabled()).each(engines())(
       await c.check('operator-secret');
     });
 
-    it('deletes an account only once its name is typed', async () => {
-      const { console: c } = served();
+    it('deletes an account only once its name is typed, with the keyboard alone', async () => {
+      const { h, console: c } = served();
       await c.goto(`/console/operator/accounts/${created.id}`);
       const form = `form[action="/console/operator/accounts/${created.id}/delete"]`;
-      await c.page.fill(`${form} input[name="confirm"]`, 'Keyboard');
-      await c.click(`${form} button[type="submit"]`);
+      // A name that is not the account's, sent with Enter in the confirmation field: refused, nothing deleted.
+      await c.typeInto(`${form} input[name="confirm"]`, 'Keyboard');
+      await c.enter();
       expect(await c.page.getByRole('alert').textContent()).toContain('Type the account’s name exactly');
+      expect((await h.admin('GET', `/admin/v1/accounts/${created.id}`)).statusCode).toBe(200);
       await c.check('operator-delete-refused');
-      await c.page.fill(`${form} input[name="confirm"]`, 'Keyboard Corporation');
-      await c.click(`${form} button[type="submit"]`);
+      // The name typed in full, then Tab to the button and Space.
+      await c.typeInto(`${form} input[name="confirm"]`, 'Keyboard Corporation');
+      await c.tabTo(`${form} button[type="submit"]`);
+      await c.space();
       expect(c.path()).toBe('/console/operator/accounts?notice=deleted');
+      expect((await h.admin('GET', `/admin/v1/accounts/${created.id}`)).statusCode).toBe(404);
       expect(await c.page.getByRole('status').textContent()).toContain('deleted');
       expect(await c.page.locator('tbody').textContent()).not.toContain('Keyboard Corporation');
     });

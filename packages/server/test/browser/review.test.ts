@@ -176,10 +176,10 @@ describe.runIf(browserTestsEnabled()).each(engines())(
       expect(networks.name).toBe(`review-network-${FROM}-to-${TO}.csv`);
       const lines = networks.body.split('\r\n');
       expect(lines[0]).toBe(
-        'MCC+MNC,Country,Operator,Sent,delivered,accepted,rejected,failed,expired,deleted,unknown,no receipt yet,Delivery rate,drErrcode: recipients',
+        'MCC+MNC,Country,Operator,Sent,delivered,accepted,rejected,failed,expired,deleted,unknown,no receipt yet,Delivery rate,drErrcode meaning: recipients',
       );
       expect(lines.find((line) => line.startsWith('23415,'))).toBe(
-        '23415,United Kingdom,Vodafone,2,1,0,0,0,1,0,0,0,0.5,"0: 1, 6: 1"',
+        '23415,United Kingdom,Vodafone,2,1,0,0,0,1,0,0,0,0.5,0 Normal: 1; 6 Operator timeout: 1',
       );
 
       await c.goto(`/console/review?from=${FROM}&to=${TO}&campaign=spring`);

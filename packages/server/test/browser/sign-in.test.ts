@@ -125,6 +125,23 @@ describe.runIf(browserTestsEnabled()).each(engines())(
       expect(c.path()).toBe('/console/sign-in');
     });
 
+    it('shows the error pages clean too: a 404 signed out and in, an account’s 403 on an operator page', async () => {
+      const { h } = served();
+      const c = await served.fresh();
+      const missing = await c.goto('/console/no/such/page');
+      expect(missing.status()).toBe(404);
+      expect((await c.page.locator('h1').textContent())?.trim()).toBe('Not Found');
+      await c.check('error-404');
+      const account = await h.createAccount({ name: 'Error Pages Ltd' });
+      await c.signIn(account.key, account.secret);
+      expect((await c.goto('/console/no/such/page')).status()).toBe(404);
+      await c.check('error-404-signed-in');
+      const forbidden = await c.goto('/console/operator/health');
+      expect(forbidden.status()).toBe(403);
+      expect(await c.page.locator('main').textContent()).toContain('This page is the operator’s.');
+      await c.check('error-403');
+    });
+
     it('signs the operator in with the keyboard alone', async () => {
       const c = await served.fresh();
       await c.goto('/console/sign-in');

@@ -212,10 +212,16 @@ export class ConsolePage {
 
   /** Presses Enter on what has the focus and waits for the page it leads to. */
   async enter(): Promise<void> {
-    await Promise.all([
-      this.page.waitForNavigation({ waitUntil: 'load' }),
-      this.page.keyboard.press('Enter'),
-    ]);
+    await this.#pressToNavigate('Enter');
+  }
+
+  /** Presses Space on what has the focus (a button: activates it) and waits for the page it leads to. */
+  async space(): Promise<void> {
+    await this.#pressToNavigate('Space');
+  }
+
+  async #pressToNavigate(key: 'Enter' | 'Space'): Promise<void> {
+    await Promise.all([this.page.waitForNavigation({ waitUntil: 'load' }), this.page.keyboard.press(key)]);
   }
 
   /** Follows a link or submits a form by clicking `selector`, and waits for the page it leads to. */

@@ -129,14 +129,51 @@ describe.each(engines())('$name console: operator pages and settings', (engine) 
     const { h, base } = served();
     const route = await h.admin('POST', '/admin/v1/routes', { name: 'kannel-1', kind: 'kannel' });
     expect(route.statusCode).toBe(201);
+    const smpp = {
+      host: 'smsc.example.net',
+      port: 2775,
+      systemId: 'waybill',
+      password: 'pw',
+      bindType: 'receiver',
+    };
+    for (const [name, enabled] of [
+      ['smsc-on', true],
+      ['smsc-off', false],
+    ] as const) {
+      const res = await h.admin('POST', '/admin/v1/routes', { name, kind: 'smpp', enabled, smpp });
+      expect(res.statusCode, res.body).toBe(201);
+    }
     const operator = new Browser(base);
     await operator.signInOperator(ADMIN_TOKEN);
     const routes = await operator.get('/console/operator/routes');
     expect(routes.status).toBe(200);
     expect(routes.text).toContain('kannel-1');
+    // Each SMPP route with the live state of its bind (no process holds these: connecting, or disabled).
+    const row = (name: string) =>
+      new RegExp(`<td class="mono">${name}</td>[\\s\\S]*?</tr>`).exec(routes.text)?.[0];
+    expect(row('smsc-on')).toContain('<span class="state connecting">connecting</span>');
+    expect(row('smsc-off')).toContain('<span class="state disabled">disabled</span>');
+    expect(row('kannel-1')).toContain('matched 0 · parked 0 · garbled 0 · ignored 0');
+    expect(routes.text).not.toContain('>pw<');
+
+    // Health: one pending delivery (the relay is off), one parked receipt, the database up.
+    const account = await h.createAccount({ callbackUrl: 'https://hooks.example.com/dlr' });
+    await h.ingest(account.id, [{ id: 'm-1', channel: 'SMS', channelUserId: '447700900123' }]);
+    await h.receipts(account.id, [
+      { messageId: 'm-1', drStatuscode: 'delivered' },
+      { messageId: 'not-yet', to: '447700900124', drStatuscode: 'delivered' },
+    ]);
+    h.advance(90_000);
     const health = await operator.get('/console/operator/health');
     expect(health.status).toBe(200);
-    expect(health.text).toContain('Callbacks pending');
+    const fact = (label: string) => new RegExp(`<dt>${label}</dt><dd>([^<]*)`).exec(health.text)?.[1]?.trim();
+    expect(fact('Callbacks pending')).toBe('1');
+    expect(fact('Callbacks dead')).toBe('0');
+    expect(fact('Parked receipts')).toBe('1');
+    // The pending delivery was due when queued: the relay is 90 s behind.
+    expect(fact('Relay lag')).toBe('90 s');
+    expect(health.text).toContain('(this instance runs no relay)');
+    expect(health.text).toContain('<span class="state ok">up</span>');
     expect(health.text).toContain(engine.name === 'postgres' ? 'postgres' : 'sqlite');
   });
 

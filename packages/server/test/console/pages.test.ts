@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { engines } from '../support/engines.js';
-import { ADMIN_TOKEN, type CreatedAccount, type Harness, START } from '../support/http.js';
+import { ADMIN_TOKEN, basic, type CreatedAccount, type Harness, START } from '../support/http.js';
 import { Browser, useListening } from './browser.js';
 
 const TO = '447700900123';
@@ -83,6 +83,9 @@ describe.each(engines())('$name console pages', (engine) => {
     // Two events queued two deliveries; the older is superseded by the newer.
     expect(page.text).toContain('superseded');
     expect(page.text).toContain('pending');
+    // No redelivery yet: the count is the table's, and says nothing of redeliveries.
+    expect(page.text).toMatch(/<span class="mono">evt_[^<]+<\/span> · 0 attempts · next /);
+    expect(page.text).not.toContain('since redelivery');
     const unknown = await browser.get('/console/messages?id=nope');
     expect(unknown.text).toContain('No SMS recipient');
     expect((await browser.get('/console/messages?id=bad%20id')).status).toBe(400);
@@ -112,9 +115,21 @@ describe.each(engines())('$name console pages', (engine) => {
     expect((await browser.get(all.location ?? '')).text).toContain('1 dead delivery is pending again');
 
     await killPending(h);
-    await browser.get('/console/messages?id=m-1');
+    // The lookup lists every attempt of the delivery, those before each redelivery too: three, each an HTTP 500.
+    const lookup = await browser.get('/console/messages?id=m-1');
+    const card = new RegExp(`<span class="mono">${id}</span>[\\s\\S]*?</table>`).exec(lookup.text)?.[0] ?? '';
+    const attempts = [
+      ...card.matchAll(/<tr><td class="num">(\d+)<\/td><td>[^<]+<\/td><td>500<\/td><td>HTTP 500<\/td>/g),
+    ];
+    expect(attempts.map((m) => m[1])).toEqual(['1', '2', '3']);
+    // The card's count agrees with its table: every attempt, and those since the last redelivery apart.
+    expect(card).toContain(`<span class="mono">${id}</span> · 3 attempts (1 since redelivery)</p>`);
     const fromLookup = await browser.post('/console/messages/redeliver', { delivery: id });
     expect(fromLookup.location).toBe('/console/messages?id=m-1&notice=redelivered');
+    const redelivered = await browser.get('/console/messages?id=m-1');
+    expect(redelivered.text).toContain(
+      `<span class="mono">${id}</span> · 3 attempts (none since redelivery)`,
+    );
     // A superseded delivery is refused as the API refuses it.
     const superseded = /superseded<\/span> <span class="mono">(evt_[^<]+)/.exec(
       (await browser.get('/console/messages?id=m-1')).text,
@@ -157,6 +172,42 @@ describe.each(engines())('$name console pages', (engine) => {
     expect(even.text).not.toContain('hello 3');
     const bad = await browser.get('/console/contacts?channel=WHATSAPP&channelUserId=wa-user-1&cursor=forged');
     expect(bad.status).toBe(400);
+  });
+
+  it('contact history by contact id, and with a cursor the API gave (CONTRACT §4)', async () => {
+    const { h, base } = served();
+    const account = await h.createAccount();
+    await h.ingest(
+      account.id,
+      Array.from({ length: 3 }, (_, i) => ({
+        id: `k-${i}`,
+        channel: 'VIBER',
+        channelUserId: 'viber-user-1',
+        createdAt: new Date(START + i * 1000).toISOString(),
+        text: `viber ${i}`,
+      })),
+    );
+    const api = await h.inject({
+      url: '/messages?channel=VIBER&channelUserId=viber-user-1&size=1',
+      headers: { authorization: basic(account.key, account.secret) },
+    });
+    expect(api.statusCode, api.body).toBe(200);
+    const first = api.json() as { messages: { contactId: string }[]; nextCursor: string };
+    const contactId = first.messages[0]?.contactId ?? '';
+    const browser = new Browser(base);
+    await browser.signIn(account.key, account.secret);
+    const byContact = await browser.get(`/console/contacts?channel=VIBER&contactId=${contactId}`);
+    expect(byContact.status).toBe(200);
+    expect(byContact.text.indexOf('viber 2')).toBeGreaterThan(0);
+    expect(byContact.text.indexOf('viber 2')).toBeLessThan(byContact.text.indexOf('viber 0'));
+    // The API's cursor for the page after its first (viber 2) gives the console the older ones.
+    const older = await browser.get(
+      `/console/contacts?channel=VIBER&channelUserId=viber-user-1&size=1&cursor=${encodeURIComponent(first.nextCursor)}`,
+    );
+    expect(older.status).toBe(200);
+    expect(older.text).toContain('viber 1');
+    expect(older.text).not.toContain('viber 2');
+    expect(older.text).not.toContain('viber 0');
   });
 
   it('keeps an account’s session to its own data, whatever the request names, and off the operator pages', async () => {

@@ -135,7 +135,7 @@ describe.each(engines())('$name console: Review', (engine) => {
         '0',
         '0',
         '50.0 %',
-        '0: 1, 3: 1',
+        '0 Normal: 1; 3 Number deactivated or invalid: 1',
       ],
       [
         '310260',
@@ -151,13 +151,26 @@ describe.each(engines())('$name console: Review', (engine) => {
         '0',
         '1',
         '50.0 %',
-        '0: 1',
+        '0 Normal: 1',
       ],
-      ['none', 'no network given', '', '1', '0', '1', '0', '0', '0', '0', '0', '0', '0.0 %', '0: 1'],
+      ['none', 'no network given', '', '1', '0', '1', '0', '0', '0', '0', '0', '0', '0.0 %', '0 Normal: 1'],
     ]);
     expect(tableRows(page, 'day')).toStrictEqual([
-      ['2026-11-20', '2', '1', '0', '0', '1', '0', '0', '0', '0', '50.0 %', '0: 1, 3: 1'],
-      ['2026-11-21', '2', '1', '1', '0', '0', '0', '0', '0', '0', '50.0 %', '0: 2'],
+      [
+        '2026-11-20',
+        '2',
+        '1',
+        '0',
+        '0',
+        '1',
+        '0',
+        '0',
+        '0',
+        '0',
+        '50.0 %',
+        '0 Normal: 1; 3 Number deactivated or invalid: 1',
+      ],
+      ['2026-11-21', '2', '1', '1', '0', '0', '0', '0', '0', '0', '50.0 %', '0 Normal: 2'],
       ['2026-11-22', '1', '0', '0', '0', '0', '0', '0', '0', '1', '0.0 %', ''],
     ]);
 
@@ -284,19 +297,19 @@ describe.each(engines())('$name console: Review', (engine) => {
       ].join('\r\n'),
     );
     const tally =
-      'Sent,delivered,accepted,rejected,failed,expired,deleted,unknown,no receipt yet,Delivery rate,drErrcode: recipients';
+      'Sent,delivered,accepted,rejected,failed,expired,deleted,unknown,no receipt yet,Delivery rate,drErrcode meaning: recipients';
     expect((await get('network')).text).toBe(
       [
         `MCC+MNC,Country,Operator,${tally}`,
-        '23415,United Kingdom,Vodafone,3,2,0,0,1,0,0,0,0,0.6666666666666666,"0: 2, 3: 1"',
+        '23415,United Kingdom,Vodafone,3,2,0,0,1,0,0,0,0,0.6666666666666666,0 Normal: 2; 3 Number deactivated or invalid: 1',
         '',
       ].join('\r\n'),
     );
     expect((await get('day')).text).toBe(
       [
         `Day,${tally}`,
-        '2026-09-03,1,1,0,0,0,0,0,0,0,1,0: 1',
-        '2026-11-20,2,1,0,0,1,0,0,0,0,0.5,"0: 1, 3: 1"',
+        '2026-09-03,1,1,0,0,0,0,0,0,0,1,0 Normal: 1',
+        '2026-11-20,2,1,0,0,1,0,0,0,0,0.5,0 Normal: 1; 3 Number deactivated or invalid: 1',
         '',
       ].join('\r\n'),
     );
@@ -313,8 +326,8 @@ describe.each(engines())('$name console: Review', (engine) => {
     ]);
     const csv = await asB.get(`/console/review.csv?table=day&account=${a.id}`);
     expect(csv.text).toBe(
-      'Day,Sent,delivered,accepted,rejected,failed,expired,deleted,unknown,no receipt yet,Delivery rate,drErrcode: recipients\r\n' +
-        '2026-11-21,1,1,0,0,0,0,0,0,0,1,0: 1\r\n',
+      'Day,Sent,delivered,accepted,rejected,failed,expired,deleted,unknown,no receipt yet,Delivery rate,drErrcode meaning: recipients\r\n' +
+        '2026-11-21,1,1,0,0,0,0,0,0,0,1,0 Normal: 1\r\n',
     );
 
     const operator = new Browser(base);

@@ -1,7 +1,10 @@
 import { createHash } from 'node:crypto';
+import { createConnection } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { composeService } from '../../src/service.js';
 import { engines } from '../support/engines.js';
-import { ADMIN_TOKEN, START } from '../support/http.js';
+import { ADMIN_TOKEN, PEPPER, START } from '../support/http.js';
 import { Browser, type Page, useListening } from './browser.js';
 
 const CSP = "default-src 'self'; frame-ancestors 'none'";
@@ -11,6 +14,22 @@ function expectConsoleHeaders(page: Page): void {
   expect(page.headers.get('content-security-policy')).toBe(CSP);
   expect(page.headers.get('referrer-policy')).toBe('same-origin');
   expect(page.headers.get('cache-control')).toBe('no-store');
+}
+
+/** The head of the answer to raw request bytes (for requests fetch cannot make, such as one without Host). */
+function rawHead(base: string, request: string): Promise<string> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = createConnection({ host: hostname, port: Number(port) });
+    let answer = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      answer += chunk;
+    });
+    socket.on('end', () => resolve(answer.split('\r\n\r\n')[0] ?? ''));
+    socket.on('error', reject);
+    socket.write(request);
+  });
 }
 
 const sessionCookie = (page: Page) => page.setCookies.find((line) => line.startsWith('waybill_session='));
@@ -40,6 +59,22 @@ describe.each(engines())('$name console: sign-in, sessions, CSRF', (engine) => {
     expect((await browser.get('/console/assets/console.css')).headers.get('content-type')).toMatch(
       /^text\/css/,
     );
+  });
+
+  it('carries them on the refusals made before the console is reached: an overlong request line, a bad URL, no Host', async () => {
+    const { base } = served();
+    const browser = new Browser(base);
+    const overlong = await browser.get(`/console/messages?id=${'a'.repeat(9000)}`);
+    expect(overlong.status).toBe(414);
+    expectConsoleHeaders(overlong);
+    const badUrl = await browser.get('/console/%zz');
+    expect(badUrl.status).toBe(400);
+    expectConsoleHeaders(badUrl);
+    // HTTP/1.1 without Host: refused by the protocol hook, before the console's.
+    const noHost = await rawHead(base, 'GET /console/sign-in HTTP/1.1\r\nConnection: close\r\n\r\n');
+    expect(noHost).toMatch(/^HTTP\/1\.1 400 /);
+    expect(noHost).toMatch(new RegExp(`\r\ncontent-security-policy: ${CSP}\r\n`, 'i'));
+    expect(noHost).toMatch(/\r\nreferrer-policy: same-origin\r\n/i);
   });
 
   it('signs an account in with its key and secret: a session cookie of 256 bits, stored only hashed', async () => {
@@ -180,6 +215,79 @@ describe.each(engines())('$name console: sign-in, sessions, CSRF', (engine) => {
     expect((await stays.get('/console')).location).toBe('/console/messages');
   });
 
+  it('honours an operator session only while an admin token is set (a process started without one)', async () => {
+    const { h, base } = served();
+    const operator = new Browser(base);
+    await operator.signInOperator(ADMIN_TOKEN);
+    const cookie = `waybill_session=${operator.cookies.get('waybill_session') ?? ''}`;
+    // Another process on the same database, started without WAYBILL_ADMIN_TOKEN: no operator console there.
+    const without = await composeService({
+      config: loadConfig({ DATABASE_URL: 'sqlite::memory:', WAYBILL_LOG_LEVEL: 'silent' }),
+      store: h.store,
+      pepper: PEPPER,
+      clock: () => START,
+    });
+    try {
+      const refused = await without.app.inject({ url: '/console/operator/accounts', headers: { cookie } });
+      expect(refused.statusCode).toBe(303);
+      expect(refused.headers.location).toBe('/console/sign-in');
+      expect((await without.app.inject({ url: '/console', headers: { cookie } })).headers.location).toBe(
+        '/console/sign-in',
+      );
+    } finally {
+      await without.app.close();
+    }
+    // Where the token is set, the session still works.
+    expect((await operator.get('/console/operator/accounts')).status).toBe(200);
+  });
+
+  it('ends an operator session when the admin token changes: a restart with another token refuses it', async () => {
+    const { h, base } = served();
+    const operator = new Browser(base);
+    await operator.signInOperator(ADMIN_TOKEN);
+    const token = operator.cookies.get('waybill_session') ?? '';
+    const cookie = `waybill_session=${token}`;
+    const restarted = (adminToken: string) =>
+      composeService({
+        config: loadConfig({
+          DATABASE_URL: 'sqlite::memory:',
+          WAYBILL_LOG_LEVEL: 'silent',
+          WAYBILL_ADMIN_TOKEN: adminToken,
+        }),
+        store: h.store,
+        pepper: PEPPER,
+        clock: () => START,
+      });
+    // The same database after a restart with a new WAYBILL_ADMIN_TOKEN: the old token's session is refused.
+    const changed = await restarted(`${ADMIN_TOKEN}-rotated`);
+    try {
+      const refused = await changed.app.inject({ url: '/console/operator/accounts', headers: { cookie } });
+      expect(refused.statusCode).toBe(303);
+      expect(refused.headers.location).toBe('/console/sign-in');
+      expect((await changed.app.inject({ url: '/console', headers: { cookie } })).headers.location).toBe(
+        '/console/sign-in',
+      );
+      expect((await changed.app.inject({ url: '/console/sign-in', headers: { cookie } })).statusCode).toBe(
+        200,
+      );
+    } finally {
+      await changed.app.close();
+    }
+    // A restart with the same token keeps it.
+    const same = await restarted(ADMIN_TOKEN);
+    try {
+      const kept = await same.app.inject({ url: '/console/operator/accounts', headers: { cookie } });
+      expect(kept.statusCode).toBe(200);
+    } finally {
+      await same.app.close();
+    }
+    expect((await operator.get('/console/operator/accounts')).status).toBe(200);
+    // The row is found by an HMAC keyed with the admin token's fingerprint, not by the token's plain SHA-256.
+    expect(
+      await h.store.findSession(createHash('sha256').update(token).digest(), new Date(START)),
+    ).toBeNull();
+  });
+
   it('applies the IP whitelist at sign-in and for the whole session', async () => {
     const { h, base } = served();
     const outside = await h.createAccount({ ipWhitelist: ['192.0.2.0/24'] });
@@ -221,7 +329,7 @@ describe.each(engines())('$name console: sign-in, sessions, CSRF', (engine) => {
   });
 });
 
-describe.each(engines())('$name console: session expiry and HTTPS', (engine) => {
+describe.each(engines())('$name console: session expiry, request rate and HTTPS', (engine) => {
   describe('with WAYBILL_CONSOLE_SESSION_HOURS=1', () => {
     const served = useListening(engine, { WAYBILL_CONSOLE_SESSION_HOURS: '1' });
 
@@ -236,6 +344,27 @@ describe.each(engines())('$name console: session expiry and HTTPS', (engine) => 
       }
       h.advance(60 * 60_000);
       expect((await browser.get('/console')).location).toBe('/console/sign-in');
+    });
+  });
+
+  describe('with a request rate of 1/s, burst 2', () => {
+    const served = useListening(engine, { WAYBILL_RATE_PER_SECOND: '1', WAYBILL_RATE_BURST: '2' });
+
+    it('takes a sign-in from the account’s bucket, which the API shares: over the rate, it is refused', async () => {
+      const { h, base } = served();
+      const account = await h.createAccount();
+      // The clock stands still: no token comes back during the test.
+      const dlr = await h.inject(`/dlr?key=${account.key}&secret=${account.secret}&messageid=m-1`);
+      expect(dlr.statusCode).toBe(200);
+      expect((await new Browser(base).signIn(account.key, account.secret)).status).toBe(303);
+      const refused = await new Browser(base).signIn(account.key, account.secret);
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+      expect(refused.text).toContain('Too many attempts');
+      expect(sessionCookie(refused)).toBeUndefined();
+      // The API sees the same empty bucket.
+      const after = await h.inject(`/dlr?key=${account.key}&secret=${account.secret}&messageid=m-1`);
+      expect(after.statusCode).toBe(429);
     });
   });
 
