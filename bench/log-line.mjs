@@ -1,0 +1,94 @@
+#!/usr/bin/env node
+// What one access-log line costs the server, in pieces measured on their own (issue 19, /dlr's fixed cost):
+// - the output: N lines through pino to a file, 20 lines per turn of the event loop as under load, into pino's
+//   asynchronous destination directly and through the server's batchedOutput (http/log-output.ts), each in a
+//   fresh process, alternately; CPU per line of the whole process (its threads' writes included);
+// - the URL's redaction (redactUrl of http/access-log.ts) per call, of this build and of --baseline-dist's.
+//
+//   node bench/log-line.mjs [--lines 300000] [--rounds 3] [--baseline-dist <another build's packages/server/dist>]
+import { spawnSync } from 'node:child_process';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { commandLine } from './lib/cli.mjs';
+import { dataDir, serverDist } from './lib/paths.mjs';
+
+const [mode, lines] = process.argv.slice(2);
+if (mode === '--child-direct' || mode === '--child-batched') {
+  // One measurement, in a process of its own, writing to standard output (a file).
+  const { default: pino } = await import('pino');
+  const { batchedOutput } = await import(pathToFileURL(join(serverDist, 'http/log-output.js')).href);
+  const n = Number(lines);
+  const destination = pino.destination({ dest: 1, sync: false });
+  const log = pino({}, mode === '--child-batched' ? batchedOutput(destination, 1) : destination);
+  const line = {
+    reqId: 'b3f1c2d4-1234-5678-9abc-def012345678',
+    method: 'GET',
+    url: '/dlr?key=[redacted]&secret=[redacted]&messageid=m-000123',
+    status: 200,
+    ms: 0.53,
+    ip: '127.0.0.1',
+  };
+  const start = process.cpuUsage();
+  let i = 0;
+  const turn = () => {
+    for (let k = 0; k < 20 && i < n; k++, i++) log.info(line, 'request');
+    if (i < n) return setImmediate(turn);
+    // Every write done and its completion handled before the CPU is read.
+    destination.flush(() => {
+      const used = process.cpuUsage(start);
+      process.stderr.write(`${(used.user + used.system) / n}\n`);
+    });
+  };
+  turn();
+} else {
+  const { values: opts } = commandLine(import.meta.url, {
+    lines: '300000',
+    rounds: '3',
+    'baseline-dist': null,
+  });
+  const out = join(dataDir, 'logs', 'log-line.out');
+  mkdirSync(join(dataDir, 'logs'), { recursive: true });
+  const child = (which) => {
+    const fd = openSync(out, 'w');
+    try {
+      const { stderr, status } = spawnSync(
+        process.execPath,
+        [process.argv[1], `--child-${which}`, opts.lines],
+        {
+          stdio: ['ignore', fd, 'pipe'],
+          encoding: 'utf8',
+        },
+      );
+      if (status !== 0) throw new Error(`the ${which} measurement failed: ${stderr}`);
+      return Number(stderr.trim());
+    } finally {
+      closeSync(fd);
+    }
+  };
+  const got = { direct: [], batched: [] };
+  for (let round = 0; round < Number(opts.rounds); round++) {
+    got.direct.push(child('direct'));
+    got.batched.push(child('batched'));
+  }
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const fmt = (xs) => `${median(xs).toFixed(2)} µs (${xs.map((x) => x.toFixed(2)).join(', ')})`;
+  console.log(`log output, CPU per line: pino's destination ${fmt(got.direct)}; batched ${fmt(got.batched)}`);
+
+  const url = '/dlr?key=Abcdefgh&secret=Abcdefgh&messageid=m-000123';
+  const timeRedact = async (dist) => {
+    const { redactUrl } = await import(pathToFileURL(join(dist, 'http/access-log.js')).href);
+    const n = 2_000_000;
+    for (let i = 0; i < 300_000; i++) redactUrl(url);
+    const t = performance.now();
+    for (let i = 0; i < n; i++) redactUrl(url);
+    return ((performance.now() - t) * 1000) / n;
+  };
+  const builds = [['this build', serverDist]];
+  if (opts['baseline-dist']) builds.push(['baseline', resolve(opts['baseline-dist'])]);
+  for (let round = 0; round < Number(opts.rounds); round++) {
+    const figures = [];
+    for (const [name, dist] of builds) figures.push(`${name} ${(await timeRedact(dist)).toFixed(3)} µs`);
+    console.log(`redactUrl per call, round ${round + 1}: ${figures.join('; ')}`);
+  }
+}
