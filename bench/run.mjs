@@ -12,7 +12,8 @@
 // The built server runs as its own process in its production configuration (`waybill serve`, access log on;
 // rate limit off), pinned to CPU 0; the load comes from another process (bench/lib/loader.mjs) pinned to CPU 1. Each read scenario is measured
 // alternately against Waybill and against the ceiling, a bare node:http server answering the same bytes, in
-// --rounds rounds; the figures are medians over the rounds, and the ratio is Waybill's req/s over the ceiling's.
+// --rounds rounds, each round starting with the next of the servers (so each takes every place in turn); the
+// figures are medians over the rounds, and the ratio is Waybill's req/s over the ceiling's.
 // On SQLite the dlr, dlr-missing, mode1, history and receipts-feed scenarios also measure the lean reference
 // (bench/lib/lean.mjs: those endpoints on node:http and better-sqlite3 alone) in the same rounds, once it has
 // answered a few of the scenario's requests with Waybill's very bytes, and print Waybill's ratio to it beside
@@ -239,11 +240,20 @@ if (readNames.length > 0) {
         withLean = null;
       }
       try {
+        // Each round starts with the next server of the list: the one measured right after another pays for
+        // what that one left in the caches (an A/A run of one build against itself differed by 6%), so every
+        // server takes every place in turn.
+        const servers = [
+          ['ceiling', ceiling],
+          ['waybill', waybill],
+          ...(baseline ? [['baseline', baseline]] : []),
+          ...(withLean ? [['lean', withLean]] : []),
+        ];
         for (let round = 0; round < ROUNDS; round++) {
-          got.ceiling.push(await measure(loader, ceiling, requests));
-          got.waybill.push(await measure(loader, waybill, requests));
-          if (baseline) got.baseline.push(await measure(loader, baseline, requests));
-          if (withLean) got.lean.push(await measure(loader, withLean, requests));
+          for (let i = 0; i < servers.length; i++) {
+            const [key, server] = servers[(round + i) % servers.length];
+            got[key].push(await measure(loader, server, requests));
+          }
         }
       } finally {
         await ceiling.stop();
