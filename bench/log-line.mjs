@@ -3,6 +3,7 @@
 // - the output: N lines through pino to a file, 20 lines per turn of the event loop as under load, into pino's
 //   asynchronous destination directly and through the server's batchedOutput (http/log-output.ts), each in a
 //   fresh process, alternately; CPU per line of the whole process (its threads' writes included);
+// - the line's formatting: Fastify's logger (pino) writing the access log's fields into a sink that keeps nothing;
 // - the URL's redaction (redactUrl of http/access-log.ts) per call, of this build and of --baseline-dist's.
 //
 //   node bench/log-line.mjs [--lines 300000] [--rounds 3] [--baseline-dist <another build's packages/server/dist>]
@@ -74,6 +75,23 @@ if (mode === '--child-direct' || mode === '--child-batched') {
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const fmt = (xs) => `${median(xs).toFixed(2)} µs (${xs.map((x) => x.toFixed(2)).join(', ')})`;
   console.log(`log output, CPU per line: pino's destination ${fmt(got.direct)}; batched ${fmt(got.batched)}`);
+
+  const { default: Fastify } = await import('fastify');
+  const app = Fastify({ logger: { level: 'info', stream: { write: () => true } } });
+  const fields = {
+    reqId: 'b3f1c2d4-1234-5678-9abc-def012345678',
+    method: 'GET',
+    url: '/dlr?key=[redacted]&secret=[redacted]&messageid=m-000123',
+    status: 200,
+    ms: 0.53,
+    ip: '127.0.0.1',
+  };
+  for (let i = 0; i < 300_000; i++) app.log.info(fields, 'request');
+  const formatStart = performance.now();
+  for (let i = 0; i < 1_000_000; i++) app.log.info(fields, 'request');
+  console.log(
+    `formatting through Fastify's logger: ${((performance.now() - formatStart) / 1000).toFixed(3)} µs per line`,
+  );
 
   const url = '/dlr?key=Abcdefgh&secret=Abcdefgh&messageid=m-000123';
   const timeRedact = async (dist) => {
