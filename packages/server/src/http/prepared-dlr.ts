@@ -34,7 +34,7 @@ export interface PreparedDlrOptions {
 }
 
 /** The answer's headers, in the order the route pipeline sets them (protocol.ts first, the body's last). */
-class Headers implements HeaderSink {
+class AnswerHeaders implements HeaderSink {
   readonly fields: OutgoingHttpHeaders;
   constructor(requestId: string) {
     this.fields = { 'x-request-id': requestId, 'cache-control': 'no-store' };
@@ -78,7 +78,7 @@ export function preparedDlr(
     if (ip === undefined) return false;
     const started = performance.now();
     const requestId = requestIdFrom(request.headers['x-request-id']) ?? randomUUID();
-    const headers = new Headers(requestId);
+    const headers = new AnswerHeaders(requestId);
     const finish = (status: number, type: string, body: string): void => {
       headers.fields['content-type'] = type;
       headers.fields['content-length'] = Buffer.byteLength(body);
