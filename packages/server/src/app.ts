@@ -9,6 +9,7 @@ import { requireAdminToken } from './auth/admin-token.js';
 import type { Limits } from './auth/limits.js';
 import { MemoryLimits } from './auth/memory-limits.js';
 import type { Config } from './config.js';
+import { setConsoleHeaders } from './console/headers.js';
 import { registerConsole } from './console/plugin.js';
 import type { AppContext } from './context.js';
 import { registerAccessLog } from './http/access-log.js';
@@ -187,7 +188,11 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     requestIdHeader: false,
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']) ?? randomUUID(),
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200, querystringParser: parseQueryString },
-    frameworkErrors,
+    // No hook runs for the router's own refusals: the console's headers (CONTRACT §13) are added here.
+    frameworkErrors: (error, request, reply) => {
+      setConsoleHeaders(request.url, reply);
+      frameworkErrors(error, request, reply);
+    },
     clientErrorHandler,
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     requestTimeout: REQUEST_TIMEOUT_MS,

@@ -10,7 +10,7 @@ export const isConsolePath = (url: string): boolean =>
 /**
  * The headers every answer under /console carries (CONTRACT §13; Cache-Control: no-store comes with every answer
  * of the server, http/protocol.ts). Called from the console's onSend hook, and by the router's own refusals
- * (http/malformed-http.ts frameworkErrors), which run no hook.
+ * (the frameworkErrors app.ts gives Fastify), which run no hook.
  */
 export function setConsoleHeaders(url: string, reply: FastifyReply): void {
   if (!isConsolePath(url)) return;

@@ -34,7 +34,7 @@ const SIGN_IN_PATHS = new Set(['/console/sign-in', '/console/sign-in/operator'])
  * The console (CONTRACT §13): server-rendered pages under /console for an account's staff and the operator.
  * The headers hook is the root's onSend, so that every answer under /console carries them: the root's 404s and
  * the refusals of hooks that run before any of the console's (an overlong request line, a missing Host) included;
- * the router's own refusals (a URL it cannot decode) run no hook and set them in http/malformed-http.ts.
+ * the router's own refusals (a URL it cannot decode) run no hook and get them in app.ts's frameworkErrors.
  */
 export async function registerConsole(app: FastifyInstance, ctx: AppContext): Promise<void> {
   app.addHook('onSend', (request, reply, payload, done) => {

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { setConsoleHeaders } from '../console/headers.js';
 import { PROBLEMS, type ProblemCode } from '../domain/errors.js';
 import { sendProblem } from './problem.js';
 
@@ -55,8 +54,6 @@ export function answerUnmetExpectations(app: FastifyInstance): void {
 export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   reply.header('x-request-id', request.id);
   reply.header('cache-control', 'no-store');
-  // No hook runs for these: the console's headers (CONTRACT §13) are set here for its paths.
-  setConsoleHeaders(request.url, reply);
   if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
     sendProblem(request, reply, 'uri_too_long', 'a path segment is longer than this server accepts');
     return;

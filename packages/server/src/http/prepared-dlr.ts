@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
-import type { HeaderSink } from '../auth/authenticate.js';
+import type { Caller, HeaderSink } from '../auth/authenticate.js';
 import type { AppContext } from '../context.js';
 import { DLR_FAILURES, type DlrFailureCode, PROBLEMS } from '../domain/errors.js';
 import type { RawQuery } from '../domain/query-params.js';
@@ -18,7 +18,7 @@ import { parseQueryString } from './query-string.js';
 export type DlrQuery = (
   ctx: AppContext,
   query: RawQuery,
-  caller: { ip: string },
+  caller: Caller,
   headers: HeaderSink,
 ) => Promise<DlrItem[] | DlrFailureCode>;
 

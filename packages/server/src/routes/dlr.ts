@@ -47,7 +47,7 @@ const failure = (
 /**
  * The work of `GET /dlr` after routing: the spec's parameter codes, the credential check, the account's switch
  * and quota, then the items. It answers the items or the failure code to send, and throws the credential
- * check's {@link ApiError}s. The route below and the prepared path of `waybill serve` (http/prepared-dlr.ts)
+ * check's ApiErrors (domain/errors.ts). The route below and the prepared path of `waybill serve` (http/prepared-dlr.ts)
  * both call it, so the two differ only in how the answer is written.
  */
 export async function queryDlr(
