@@ -218,7 +218,7 @@ if (readNames.length > 0) {
   // The lean reference reads SQLite only.
   const lean =
     engine === 'SQLite' && readNames.some((s) => LEAN_SCENARIOS.has(s))
-      ? await startLean({ ...dataset, cpus: '0', env: serverEnv })
+      ? await startLean({ ...dataset, cpus: '0', env: serverEnv, cpuProf })
       : null;
   const loader = startLoader({ cpus: '1' });
   const costs = new Map();

@@ -140,11 +140,15 @@ export function startCeiling({ body, cpus, label = 'ceiling' }) {
  * The lean reference (bench/lib/lean.mjs: /dlr, /messages, /receipts) on a SQLite dataset, with the server's pepper and cache
  * settings (`env`).
  */
-export function startLean({ databaseUrl, pepper, cpus, env = {}, label = 'lean' }) {
+export function startLean({ databaseUrl, pepper, cpus, env = {}, label = 'lean', cpuProf }) {
+  // --cpu-prof: as for the server; lean.mjs exits on SIGTERM so that V8 writes the profile.
+  const profile = cpuProf
+    ? ['--cpu-prof', `--cpu-prof-dir=${cpuProf}`, '--cpu-prof-name=lean.cpuprofile']
+    : [];
   return startListening(
     label,
     process.execPath,
-    [join(here, 'lean.mjs')],
+    [...profile, join(here, 'lean.mjs')],
     { ...process.env, LEAN_SQLITE_FILE: databaseUrl.slice('sqlite:'.length), WAYBILL_PEPPER: pepper, ...env },
     cpus,
   );
