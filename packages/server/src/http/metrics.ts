@@ -1,5 +1,6 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { IntakeRouteStore, OutboxStore, Store } from '../store/store.js';
+import { RequestCounter, RequestHistogram } from './request-families.js';
 
 export type IntakeOutcome = 'matched' | 'parked' | 'garbled' | 'ignored';
 export type IntakeCounts = Record<IntakeOutcome, number>;
@@ -12,20 +13,19 @@ export type IntakeCounts = Record<IntakeOutcome, number>;
 export class Metrics {
   readonly registry = new Registry();
 
-  readonly httpRequests = new Counter({
-    name: 'waybill_http_requests_total',
-    help: 'HTTP requests answered, by route pattern, method and status',
-    labelNames: ['route', 'method', 'status'] as const,
-    registers: [this.registry],
-  });
+  // Updated by every answered request: counted in plain numbers (http/request-families.ts).
+  private readonly httpRequests = new RequestCounter(
+    'waybill_http_requests_total',
+    'HTTP requests answered, by route pattern, method and status',
+    this.registry,
+  );
 
-  readonly httpDuration = new Histogram({
-    name: 'waybill_http_request_duration_seconds',
-    help: 'Time to answer an HTTP request, by route pattern',
-    labelNames: ['route'] as const,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [this.registry],
-  });
+  private readonly httpDuration = new RequestHistogram(
+    'waybill_http_request_duration_seconds',
+    'Time to answer an HTTP request, by route pattern',
+    this.registry,
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  );
 
   readonly ingestItems = new Counter({
     name: 'waybill_ingest_items_total',
@@ -130,26 +130,13 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry });
   }
 
-  // Label-bound children, looked up once per route, method and status: prom-client hashes the label set on every
-  // inc() or observe() otherwise. Bounded by the route patterns, methods and statuses that exist.
-  private readonly requestCounters = new Map<string, { inc(): void }>();
-  private readonly requestTimers = new Map<string, { observe(seconds: number): void }>();
-
   /** Counts and times one answered request (http/request-metrics.ts). */
   observeRequest(route: string, method: string, status: number, seconds: number): void {
     const key = `${route} ${method} ${status}`;
-    let counter = this.requestCounters.get(key);
-    if (counter === undefined) {
-      counter = this.httpRequests.labels({ route, method, status: String(status) });
-      this.requestCounters.set(key, counter);
-    }
-    counter.inc();
-    let timer = this.requestTimers.get(route);
-    if (timer === undefined) {
-      timer = this.httpDuration.labels({ route });
-      this.requestTimers.set(route, timer);
-    }
-    timer.observe(seconds);
+    (
+      this.httpRequests.find(key) ?? this.httpRequests.add(key, { route, method, status: String(status) })
+    ).inc();
+    (this.httpDuration.find(route) ?? this.httpDuration.add(route, { route })).observe(seconds);
   }
 
   /**
