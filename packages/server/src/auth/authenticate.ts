@@ -5,6 +5,7 @@ import { secretMatches } from '../domain/credentials.js';
 import { ApiError } from '../domain/errors.js';
 import { isCredential } from '../domain/formats.js';
 import type { QueryAccount } from './account-cache.js';
+import type { RateDecision } from './limits.js';
 
 export interface Credentials {
   key: string;
@@ -33,7 +34,30 @@ const invalidCredentials = () => new ApiError('unauthorized', 'invalid credentia
  * match a cached copy is judged again on a fresh read before it counts as a failure: the copy may predate a
  * rotation made by another process, and the new secret must neither be refused nor lock the key out.
  */
-export async function authenticate(
+export function authenticate(
+  ctx: AppContext,
+  request: Caller,
+  reply: HeaderSink,
+  credentials: Credentials,
+): QueryAccount | Promise<QueryAccount> {
+  // The common case, decided in this turn: the account cached, the caller on its whitelist, the key not locked
+  // out, the secret the one that last verified against this copy, the limits in this process. Each test only
+  // reads, so every other case takes the whole check below from its start, the HMAC and any refusal included.
+  const immediate = ctx.limits.immediate;
+  const cached = ctx.accounts.cached(credentials.key);
+  if (
+    immediate !== undefined &&
+    cached?.allows(request.ip) &&
+    immediate.lockedFor(cached.id) === 0 &&
+    secretVerified(cached, credentials.secret)
+  ) {
+    return admitted(ctx, reply, cached, immediate.admit(cached.id));
+  }
+  return checkCredentials(ctx, request, reply, credentials);
+}
+
+/** The whole credential check, in the contract's order (see {@link authenticate}). */
+async function checkCredentials(
   ctx: AppContext,
   request: Caller,
   reply: HeaderSink,
@@ -50,7 +74,16 @@ export async function authenticate(
     await ctx.limits.recordFailure(account.id);
     throw invalidCredentials();
   }
-  const decision = await ctx.limits.admit(account.id);
+  return admitted(ctx, reply, account, await ctx.limits.admit(account.id));
+}
+
+/** The rate limit's answer for an account whose secret matched: its headers, and a refusal when over it. */
+function admitted(
+  ctx: AppContext,
+  reply: HeaderSink,
+  account: QueryAccount,
+  decision: RateDecision | null,
+): QueryAccount {
   if (decision) {
     const { ratePerSecond, rateBurst } = ctx.config;
     reply.header(
@@ -76,13 +109,18 @@ export async function authenticate(
 const verified = new WeakMap<QueryAccount, Buffer>();
 
 function secretOk(ctx: AppContext, account: QueryAccount, secret: string): boolean {
-  const candidate = Buffer.from(secret, 'utf8');
-  const known = verified.get(account);
-  if (known !== undefined && known.length === candidate.length && timingSafeEqual(known, candidate))
-    return true;
+  if (secretVerified(account, secret)) return true;
   if (!secretMatches(ctx.pepper, secret, account.secretHash)) return false;
-  verified.set(account, candidate);
+  verified.set(account, Buffer.from(secret, 'utf8'));
   return true;
+}
+
+/** Whether `secret` is the one that last verified against this copy of the account (no HMAC). */
+function secretVerified(account: QueryAccount, secret: string): boolean {
+  const known = verified.get(account);
+  if (known === undefined) return false;
+  const candidate = Buffer.from(secret, 'utf8');
+  return known.length === candidate.length && timingSafeEqual(known, candidate);
 }
 
 /** The steps before the secret — key, whitelist, lockout — on one copy of the account. */

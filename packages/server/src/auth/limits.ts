@@ -15,6 +15,17 @@ export interface Limits {
    */
   admit(accountId: string): Promise<RateDecision | null>;
   close(): Promise<void>;
+  /**
+   * The same two steps answered without a promise, when the limits live in this process (MemoryLimits): the
+   * credential check then decides a request in the turn it arrived (auth/authenticate.ts). Absent for Redis.
+   */
+  readonly immediate?: ImmediateLimits;
+}
+
+/** {@link Limits.lockedFor} and {@link Limits.admit}, answered at once. */
+export interface ImmediateLimits {
+  lockedFor(key: string): number;
+  admit(accountId: string): RateDecision | null;
 }
 
 export interface RateDecision {

@@ -1,4 +1,10 @@
-import { type LimitSettings, type Limits, type RateDecision, rateDecision } from './limits.js';
+import {
+  type ImmediateLimits,
+  type LimitSettings,
+  type Limits,
+  type RateDecision,
+  rateDecision,
+} from './limits.js';
 
 interface Bucket {
   tokens: number;
@@ -24,7 +30,16 @@ export class MemoryLimits implements Limits {
     private readonly now: () => number = Date.now,
   ) {}
 
+  readonly immediate: ImmediateLimits = {
+    lockedFor: (key) => this.#lockedFor(key),
+    admit: (accountId) => this.#admit(accountId),
+  };
+
   async lockedFor(key: string): Promise<number> {
+    return this.#lockedFor(key);
+  }
+
+  #lockedFor(key: string): number {
     const entry = this.#failures.get(key);
     const left = entry ? entry.lockedUntil - this.now() : 0;
     return left > 0 ? Math.ceil(left / 1000) : 0;
@@ -48,6 +63,10 @@ export class MemoryLimits implements Limits {
   }
 
   async admit(accountId: string): Promise<RateDecision | null> {
+    return this.#admit(accountId);
+  }
+
+  #admit(accountId: string): RateDecision | null {
     this.#failures.delete(accountId);
     const { ratePerSecond: rate, rateBurst: burst } = this.settings;
     if (rate <= 0) return null;

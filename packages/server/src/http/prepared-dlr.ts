@@ -20,7 +20,7 @@ export type DlrQuery = (
   query: RawQuery,
   caller: Caller,
   headers: HeaderSink,
-) => Promise<DlrItem[] | DlrFailureCode>;
+) => DlrItem[] | DlrFailureCode | Promise<DlrItem[] | DlrFailureCode>;
 
 export interface PreparedDlrOptions {
   ctx: AppContext;
@@ -88,30 +88,43 @@ export function preparedDlr(
       ctx.metrics.observeRequest('/dlr', 'GET', status, ms / 1000);
       if (accessLog) logRequest(log, { reqId: requestId, method: 'GET', url, status, ms, ip });
     };
-    query(ctx, parseQueryString(url.slice(5)) as RawQuery, { ip }, headers)
-      .then(
-        (outcome) => {
-          if (typeof outcome !== 'number') return finish(200, JSON_TYPE, JSON.stringify(outcome));
-          finish(DLR_FAILURES[outcome].status, JSON_TYPE, JSON.stringify(dlrFailureBody(outcome)));
-        },
-        (thrown: unknown) => {
-          // The request's logger, as the route pipeline gives the error handler.
-          const error = apiErrorOf(thrown, log.child({ reqId: requestId }));
-          if (error.retryAfterSeconds !== null)
-            headers.header('retry-after', String(error.retryAfterSeconds));
-          if (answersInDlrStyle(error)) {
-            const code = error.dlrCode;
-            return finish(DLR_FAILURES[code].status, JSON_TYPE, JSON.stringify(dlrFailureBody(code)));
-          }
-          const body = problemBody(error.problem, error.message, requestId, error.extra);
-          finish(PROBLEMS[error.problem].status, PROBLEM_TYPE, JSON.stringify(body));
-        },
-      )
-      .catch((error: unknown) => {
-        // Writing the answer failed (the socket is gone): nothing is left to answer, but the log keeps it.
-        log.error({ reqId: requestId, err: error }, 'unexpected failure');
-        response.destroy();
-      });
+    const answer = (outcome: DlrItem[] | DlrFailureCode): void => {
+      if (typeof outcome !== 'number') finish(200, JSON_TYPE, JSON.stringify(outcome));
+      else finish(DLR_FAILURES[outcome].status, JSON_TYPE, JSON.stringify(dlrFailureBody(outcome)));
+    };
+    const refuse = (thrown: unknown): void => {
+      // The request's logger, as the route pipeline gives the error handler.
+      const error = apiErrorOf(thrown, log.child({ reqId: requestId }));
+      if (error.retryAfterSeconds !== null) headers.header('retry-after', String(error.retryAfterSeconds));
+      if (answersInDlrStyle(error)) {
+        const code = error.dlrCode;
+        finish(DLR_FAILURES[code].status, JSON_TYPE, JSON.stringify(dlrFailureBody(code)));
+      } else {
+        const body = problemBody(error.problem, error.message, requestId, error.extra);
+        finish(PROBLEMS[error.problem].status, PROBLEM_TYPE, JSON.stringify(body));
+      }
+    };
+    const failed = (error: unknown): void => {
+      // Writing the answer failed (the socket is gone): nothing is left to answer, but the log keeps it.
+      log.error({ reqId: requestId, err: error }, 'unexpected failure');
+      response.destroy();
+    };
+    // queryDlr answers at once when it can (a cached account, SQLite), else with a promise; it may also throw.
+    let outcome: ReturnType<DlrQuery>;
+    try {
+      outcome = query(ctx, parseQueryString(url.slice(5)) as RawQuery, { ip }, headers);
+    } catch (thrown) {
+      outcome = Promise.reject(thrown);
+    }
+    if (outcome instanceof Promise) {
+      outcome.then(answer, refuse).catch(failed);
+      return true;
+    }
+    try {
+      answer(outcome);
+    } catch (error) {
+      failed(error);
+    }
     return true;
   };
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import type { QueryAccount } from '../auth/account-cache.js';
 import { authenticate, type Caller, type HeaderSink } from '../auth/authenticate.js';
 import type { AppContext } from '../context.js';
 import type { DlrFailureCode } from '../domain/errors.js';
@@ -49,20 +50,34 @@ const failure = (
  * and quota, then the items. It answers the items or the failure code to send, and throws the credential
  * check's ApiErrors (domain/errors.ts). The route below and the prepared path of `waybill serve` (http/prepared-dlr.ts)
  * both call it, so the two differ only in how the answer is written.
+ *
+ * It answers without a promise when the credential check and the store can decide at once (a cached account,
+ * limits in this process, SQLite): the prepared path then writes the answer in the turn the request arrived,
+ * without the promise and microtask of each step. It may throw synchronously as well as reject.
  */
-export async function queryDlr(
+export function queryDlr(
   ctx: AppContext,
   rawQuery: RawQuery,
   caller: Caller,
   headers: HeaderSink,
-): Promise<DlrItem[] | DlrFailureCode> {
+): DlrAnswer | Promise<DlrAnswer> {
   const query = parseDlrQuery(rawQuery);
   if (!query.ok) return query.code;
-  const account = await authenticate(ctx, caller, headers, query);
+  const account = authenticate(ctx, caller, headers, query);
+  return account instanceof Promise
+    ? account.then((found) => itemsOf(ctx, found, query.messageId))
+    : itemsOf(ctx, account, query.messageId);
+}
+
+export type DlrAnswer = DlrItem[] | DlrFailureCode;
+
+/** The account's switch and quota, then its items for the id. */
+function itemsOf(ctx: AppContext, account: QueryAccount, messageId: string): DlrAnswer | Promise<DlrAnswer> {
   if (!account.dlrQueryEnabled) return 20;
   if (account.balance + account.creditLimit < 0) return 9;
-  const rows = await ctx.store.findDlr(account.id, query.messageId);
-  return rows.map(toDlrItem);
+  const now = ctx.store.findDlrNow?.(account.id, messageId);
+  if (now !== undefined) return now.map(toDlrItem);
+  return ctx.store.findDlr(account.id, messageId).then((rows) => rows.map(toDlrItem));
 }
 
 /** `GET /dlr` — the delivery result of one SMS request (spec §4.1, CONTRACT §2). */

@@ -315,6 +315,12 @@ export interface IngestStore {
 export interface QueryStore {
   /** The outbound SMS recipients of one message id, in the order they were first ingested. */
   findDlr(accountId: string, messageId: string): Promise<DlrRecipient[]>;
+  /**
+   * findDlr's answer at once, when the store can give it without waiting (SQLite, while no other connection
+   * holds a lock it needs): the prepared /dlr path then answers in the turn the request arrived. undefined when
+   * it cannot: ask findDlr, which waits. Absent on PostgreSQL. Never wrapped in a promise (IMMEDIATE_READS).
+   */
+  findDlrNow?(accountId: string, messageId: string): DlrRecipient[] | undefined;
   /** Records with these ids (every recipient of each), oldest first, optionally only of one campaign. */
   findMessagesByIds(accountId: string, ids: readonly string[], campaignId?: string): Promise<StoredMessage[]>;
   /** The contact that owns this identity, or null. */
@@ -344,6 +350,9 @@ export interface MessageStore extends IngestStore, QueryStore {}
  * bound, retry or hold calls (deadline.ts, busy.ts, file-guard.ts, checkpointer.ts) pass them through as they are.
  */
 export const SUBSCRIPTIONS: ReadonlySet<string> = new Set(['watchQueuedDeliveries']);
+
+/** Reads that answer synchronously or not at all (undefined): the store's wrappers pass them through as they are. */
+export const IMMEDIATE_READS: ReadonlySet<string> = new Set<keyof Store>(['findDlrNow']);
 
 /** Who watchQueuedDeliveries tells. */
 export interface QueuedWatcher {

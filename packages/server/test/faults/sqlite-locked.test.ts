@@ -103,4 +103,51 @@ describe('SQLite locked by another connection', () => {
     setTimeout(() => other.exec('ROLLBACK'), TIMEOUT_MS / 3);
     expect((await pending).statusCode).toBe(200);
   });
+
+  it('answers /dlr through findDlr, waiting, when the store cannot read at once', async () => {
+    // findDlrNow answers undefined when a lock another connection holds stops the read (SQLITE_BUSY); then
+    // queryDlr asks findDlr, which waits for the lock asynchronously (busy.ts). In WAL mode a read is almost
+    // never stopped, so the store here answers undefined every time, and counts the waiting reads.
+    let waited = 0;
+    const config = loadConfig({ WAYBILL_ADMIN_TOKEN: ADMIN_TOKEN, WAYBILL_LOG_LEVEL: 'silent' });
+    const locked = await buildApp({
+      config,
+      pepper: PEPPER,
+      store: {
+        ...store,
+        findDlrNow: () => undefined,
+        findDlr: (accountId, messageId) => {
+          waited++;
+          return store.findDlr(accountId, messageId);
+        },
+      },
+    });
+    try {
+      const created = await locked.inject({
+        method: 'POST',
+        url: '/admin/v1/accounts',
+        headers: admin,
+        payload: { name: 'A' },
+      });
+      const account = created.json() as { id: string; key: string; secret: string };
+      const ingested = await locked.inject({
+        method: 'POST',
+        url: `/admin/v1/accounts/${account.id}/messages`,
+        headers: admin,
+        payload: { messages: [{ id: 'm-1', channel: 'SMS', channelUserId: '447700900123' }] },
+      });
+      expect(ingested.statusCode).toBe(200);
+      // Twice: the second finds the account cached with its verified secret, the path that reads at once.
+      for (let i = 0; i < 2; i++) {
+        const read = await locked.inject(`/dlr?key=${account.key}&secret=${account.secret}&messageid=m-1`);
+        expect(read.statusCode).toBe(200);
+        expect(read.json()).toMatchObject([{ messageid: 'm-1', to: '447700900123', status: '1' }]);
+      }
+      expect(waited).toBe(2);
+      // The real store reads at once while nothing holds a lock.
+      expect(store.findDlrNow?.(account.id, 'm-1')).toMatchObject([{ id: 'm-1' }]);
+    } finally {
+      await locked.close();
+    }
+  });
 });

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
-import { type Store, StoreUnavailableError, SUBSCRIPTIONS } from '../store.js';
+import { IMMEDIATE_READS, type Store, StoreUnavailableError, SUBSCRIPTIONS } from '../store.js';
 
 /**
  * SQLite answers SQLITE_BUSY at once when another connection (another process: a second worker, `waybill
@@ -27,7 +27,7 @@ export async function retryWhileBusy<T>(work: () => T | Promise<T>, timeoutMs: n
 }
 
 /** SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT, SQLITE_BUSY_RECOVERY, …), and SQLITE_LOCKED. */
-const isBusy = (error: unknown): boolean =>
+export const isBusy = (error: unknown): boolean =>
   error instanceof Database.SqliteError && /^SQLITE_(BUSY|LOCKED)/.test(error.code);
 
 /**
@@ -37,7 +37,13 @@ const isBusy = (error: unknown): boolean =>
 export function retryingWhileBusy(store: Store, timeoutMs: number): Store {
   const guarded: Record<string, unknown> = { ...store };
   for (const [name, value] of Object.entries(store)) {
-    if (typeof value !== 'function' || name === 'close' || SUBSCRIPTIONS.has(name)) continue;
+    if (
+      typeof value !== 'function' ||
+      name === 'close' ||
+      SUBSCRIPTIONS.has(name) ||
+      IMMEDIATE_READS.has(name)
+    )
+      continue;
     guarded[name] = (...args: unknown[]) =>
       retryWhileBusy(() => (value as (...a: unknown[]) => unknown).apply(store, args), timeoutMs);
   }

@@ -16,6 +16,7 @@ export const READ_ONLY: ReadonlySet<string> = new Set<keyof Store>([
   'pepperFingerprint',
   'sealedCallbackSecret',
   'findDlr',
+  'findDlrNow',
   'findMessagesByIds',
   'resolveContact',
   'listHistory',

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { comparePositions, positionOf, type StoredMessage } from '../../domain/records.js';
 import type { DlrRow, MessageRow } from '../rows.js';
 import type { HistoryQuery, QueryStore } from '../store.js';
+import { isBusy } from './busy.js';
 import { type Prepared, preparer } from './database.js';
 import { type Columns, DLR_COLUMNS, fromRow, MESSAGE_COLUMNS } from './rows.js';
 
@@ -90,6 +91,12 @@ export function prepareQueries(db: Database.Database) {
   };
 }
 
+function dlrRecipients(sql: QueryStatements, accountId: string, messageId: string) {
+  const rows = sql.dlrItems.all(accountId, messageId);
+  if (rows.length > 1) rows.sort((a, b) => a.seq - b.seq);
+  return rows.map(fromRow.dlrRecipient);
+}
+
 export type QueryStatements = ReturnType<typeof prepareQueries>;
 
 /** The read paths of the query endpoints on SQLite: /dlr, messages by id, history, resolving a contact. */
@@ -98,9 +105,16 @@ export function queries(
 ): Omit<QueryStore, 'listReceiptEvents' | 'listStoredReceiptEvents' | 'reviewSummary'> {
   return {
     async findDlr(accountId, messageId) {
-      const rows = sql.dlrItems.all(accountId, messageId);
-      if (rows.length > 1) rows.sort((a, b) => a.seq - b.seq);
-      return rows.map(fromRow.dlrRecipient);
+      return dlrRecipients(sql, accountId, messageId);
+    },
+    findDlrNow(accountId, messageId) {
+      try {
+        return dlrRecipients(sql, accountId, messageId);
+      } catch (error) {
+        // Another connection holds a lock it needs: findDlr waits for it, asynchronously (busy.ts).
+        if (isBusy(error)) return undefined;
+        throw error;
+      }
     },
     async findMessagesByIds(accountId, ids, campaignId) {
       if (ids.length === 0) return [];
