@@ -91,6 +91,7 @@ export function prepareQueries(db: Database.Database) {
   };
 }
 
+/** The outbound SMS recipients of one id, in ingest order: findDlr's and findDlrNow's one read. */
 function dlrRecipients(sql: QueryStatements, accountId: string, messageId: string) {
   const rows = sql.dlrItems.all(accountId, messageId);
   if (rows.length > 1) rows.sort((a, b) => a.seq - b.seq);
