@@ -53,17 +53,17 @@ export function authenticate(
   ) {
     return admitted(ctx, reply, cached, immediate.admit(cached.id));
   }
-  return checkCredentials(ctx, request, reply, credentials);
+  return checkCredentials(ctx, request, reply, credentials, cached);
 }
 
-/** The whole credential check, in the contract's order (see {@link authenticate}). */
+/** The whole credential check, in the contract's order (see {@link authenticate}), from the cache's copy if any. */
 async function checkCredentials(
   ctx: AppContext,
   request: Caller,
   reply: HeaderSink,
   credentials: Credentials,
+  cached: QueryAccount | undefined,
 ): Promise<QueryAccount> {
-  const cached = ctx.accounts.cached(credentials.key);
   let account = await admissible(ctx, request, cached ?? (await ctx.accounts.load(credentials.key)));
   let matches = secretOk(ctx, account, credentials.secret);
   if (!matches && cached) {
