@@ -16,19 +16,47 @@ export function isCredentialPair(pair: string): boolean {
 }
 
 /**
- * A credential pair whose name is written plainly (no escape, no `+`), with its value if any: the common case,
- * redacted without decoding every name.
+ * `query` with the value of every pair named plainly `key`, `secret` or `token` replaced (a name alone gains
+ * `=[redacted]`), in one pass over the pairs: the common case, for a query in which no name can be
+ * percent-encoded or contain `+`. (This is the access log's cost per request: a regular expression was 1.5% of
+ * a `/dlr` request, the general path below several times that.)
  */
-const PLAIN_CREDENTIAL = /(?<=^|&)(key|secret|token)(?:=[^&]*)?(?=&|$)/g;
+function redactPlainQuery(query: string): string {
+  let out = '';
+  let copied = 0;
+  let start = 0;
+  // The next `=` at or after `start`, found once for every pair it may end (so the pass stays linear).
+  let nextEq = -1;
+  for (;;) {
+    let end = query.indexOf('&', start);
+    if (end < 0) end = query.length;
+    if (nextEq < start) {
+      nextEq = query.indexOf('=', start);
+      if (nextEq < 0) nextEq = query.length;
+    }
+    const nameEnd = nextEq < end ? nextEq : end;
+    const length = nameEnd - start;
+    if (
+      (length === 3 && query.startsWith('key', start)) ||
+      (length === 6 && query.startsWith('secret', start)) ||
+      (length === 5 && query.startsWith('token', start))
+    ) {
+      out += `${query.slice(copied, nameEnd)}=[redacted]`;
+      copied = end;
+    }
+    if (end === query.length) break;
+    start = end + 1;
+  }
+  return copied === 0 ? query : out + query.slice(copied);
+}
 
 /** The URL with the values of `key`, `secret` and `token` replaced, for logs. */
 export function redactUrl(url: string): string {
   const q = url.indexOf('?');
   if (q < 0) return url;
-  // No name can be encoded without `%` or `+`: then one pass of a regular expression finds every credential.
-  // (This is the access log's cost per request: the general path below is several times slower.)
+  // No name can be encoded without `%` or `+`: then one pass over the pairs finds every credential.
   if (url.indexOf('%', q) < 0 && url.indexOf('+', q) < 0) {
-    return url.slice(0, q + 1) + url.slice(q + 1).replace(PLAIN_CREDENTIAL, '$1=[redacted]');
+    return url.slice(0, q + 1) + redactPlainQuery(url.slice(q + 1));
   }
   const pairs = url
     .slice(q + 1)

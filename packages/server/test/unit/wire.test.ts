@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { StoredMessage } from '../../src/domain/records.js';
 import { drStatusOf, formatDrTime, parseRfc3339, parseTimestamp, toDlrItem } from '../../src/domain/wire.js';
@@ -45,6 +46,25 @@ describe('formatDrTime', () => {
   it('writes yyyy-MM-dd HH:mm:ss.SSS in UTC', () => {
     expect(formatDrTime(new Date('2026-01-02T03:04:05.006Z'))).toBe('2026-01-02 03:04:05.006');
     expect(formatDrTime(new Date('2026-11-22T23:30:00+05:00'))).toBe('2026-11-22 18:30:00.000');
+  });
+
+  it('writes what toISOString writes, with a space for the T, at every millisecond from 1970 to 9999', () => {
+    const iso = (d: Date) => d.toISOString().replace('T', ' ').slice(0, 23);
+    const edges = [0, 1, 86_399_999, 86_400_000, 951_782_400_000, 4_107_542_399_999, 253_402_300_799_999];
+    for (const t of edges) expect(formatDrTime(new Date(t))).toBe(iso(new Date(t)));
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 253_402_300_799_999 }), (t) => {
+        expect(formatDrTime(new Date(t))).toBe(iso(new Date(t)));
+      }),
+      { numRuns: 20_000 },
+    );
+  });
+
+  it('falls back to toISOString outside those years, and throws on an invalid date as it does', () => {
+    for (const t of [-1, -62_198_755_200_000, 253_402_300_800_000, 8.64e15]) {
+      expect(formatDrTime(new Date(t))).toBe(new Date(t).toISOString().replace('T', ' ').slice(0, 23));
+    }
+    expect(() => formatDrTime(new Date(Number.NaN))).toThrow(RangeError);
   });
 
   it('round-trips with parseTimestamp', () => {
