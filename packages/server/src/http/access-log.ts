@@ -34,7 +34,7 @@ function redactPlainQuery(query: string): string {
       nextEq = query.indexOf('=', start);
       if (nextEq < 0) nextEq = query.length;
     }
-    const nameEnd = nextEq < end ? nextEq : end;
+    const nameEnd = Math.min(nextEq, end);
     const length = nameEnd - start;
     if (
       (length === 3 && query.startsWith('key', start)) ||
