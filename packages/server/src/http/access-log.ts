@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { writeAccessLine } from './access-line.js';
 
 // `token`: the intake token of a gateway route (CONTRACT §12).
 const CREDENTIAL_PARAMS = new Set(['key', 'secret', 'token']);
@@ -83,13 +84,11 @@ export interface AccessLogLine {
  * A `reqId` given in the line goes first, where a request logger's binding would be: the same bytes either way.
  */
 export function logRequest(log: FastifyBaseLogger, line: AccessLogLine): void {
-  const fields = {
-    method: line.method,
-    url: redactUrl(line.url),
-    status: line.status,
-    ms: Math.round(line.ms * 100) / 100,
-    ip: line.ip,
-  };
+  const url = redactUrl(line.url);
+  const ms = Math.round(line.ms * 100) / 100;
+  // pino's own bytes, without its general path, when the logger is plainly pino's (http/access-line.ts).
+  if (writeAccessLine(log, line.reqId, line.method, url, line.status, ms, line.ip)) return;
+  const fields = { method: line.method, url, status: line.status, ms, ip: line.ip };
   log.info(line.reqId === undefined ? fields : { reqId: line.reqId, ...fields }, 'request');
 }
 
