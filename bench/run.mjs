@@ -33,7 +33,7 @@ import { postgresCpuMs } from './lib/cpu.mjs';
 import { goalRows } from './lib/goals.mjs';
 import { copyDatabase, dropDatabase, runIngest } from './lib/ingest.mjs';
 import { runIntake } from './lib/intake.mjs';
-import { dataDir, manifestPathFor, serverDist } from './lib/paths.mjs';
+import { DATASET_VERSION, dataDir, manifestPathFor, serverDist } from './lib/paths.mjs';
 import { startCeiling, startLean, startLoader, startWaybill } from './lib/processes.mjs';
 import { fmt, leanShare, markdownTable } from './lib/report.mjs';
 import { firstDifference, READ_SCENARIOS, rawGet, runReview, sampleBody } from './lib/scenarios.mjs';
@@ -105,10 +105,19 @@ const databaseUrl =
   `sqlite:${QUICK ? join(quickDir, 'quick.db') : join(dataDir, `bench-${RECIPIENTS}.db`)}`;
 const manifestPath = manifestPathFor(databaseUrl);
 let manifest;
+// A SQLite dataset of an older layout is written again from scratch.
+let stale = false;
 try {
   manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
   if (manifest.recipients !== RECIPIENTS && opts.recipients) {
     throw new Error(`${manifestPath} holds ${manifest.recipients} recipients, not ${RECIPIENTS}`);
+  }
+  if ((manifest.version ?? 1) < DATASET_VERSION) {
+    console.error(
+      `${manifestPath}: a dataset of an older layout (${manifest.version ?? 1}), generated again`,
+    );
+    stale = true;
+    throw Object.assign(new Error('stale dataset'), { code: 'ENOENT' });
   }
 } catch (error) {
   if (error.code !== 'ENOENT') throw error;
@@ -118,6 +127,7 @@ try {
   manifest = await generate({
     databaseUrl,
     recipients: RECIPIENTS,
+    force: stale,
     ...(QUICK ? { longMessages: 3_000 } : {}),
   });
 }

@@ -32,11 +32,19 @@ import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { manifestPathFor, serverModules } from './paths.mjs';
+import { DATASET_VERSION, manifestPathFor, serverModules } from './paths.mjs';
 import { mulberry32 } from './random.mjs';
 
-const { loadConfig, openStore, createAccount, drStatusOf, toDlrItem, comparePositions, rollupBackfill } =
-  await serverModules();
+const {
+  loadConfig,
+  openStore,
+  createAccount,
+  drStatusOf,
+  toDlrItem,
+  storedItem,
+  comparePositions,
+  rollupBackfill,
+} = await serverModules();
 
 export const BENCH = { key: 'BENCHKEY', secret: 'BENCHSEC', pepper: 'bench-pepper-0123456789' };
 
@@ -296,13 +304,9 @@ export function createDataset({ recipients, seed = 42, longMessages = 100_000, e
   let lastRecordedAt = 0;
 
   /**
-   * Records the receipt event of an SMS recipient now in this state; returns its seq. The item is the JSON of
-   * toDlrItem, written out directly; the first thousand and every 97th after are compared with the real one.
-   */
-  /**
    * Records the receipt event of an SMS recipient `r` (its record's fields) now in this state; returns its seq.
-   * The item is the JSON of toDlrItem, written out directly; the first thousand and every 97th after are
-   * compared with the real one.
+   * The item is toDlrItem's as the store keeps it (store/event-item.ts), written out directly; the first
+   * thousand and every 97th after are compared with the real one.
    */
   const event = (r, code, errcode, drTime) => {
     const recordedAt = Math.max(lastRecordedAt, drTime + 200 + int(3000));
@@ -314,10 +318,7 @@ export function createDataset({ recipients, seed = 42, longMessages = 100_000, e
       u32();
       return ++eventSeq;
     }
-    const item =
-      `{"type":"dlr","messageid":"${r.id}","to":"${r.to}","status":"0","price":${r.price},"counts":1,` +
-      `"network":"${r.network}","drStatus":${drStatusOf(code)},"drStatuscode":"${code}","drErrcode":"${errcode}",` +
-      `"drTime":"${drTimeText(drTime)}"}`;
+    const item = `["0",${r.price},1,"${r.network}",${drStatusOf(code)},"${code}","${errcode}","${drTimeText(drTime)}"]`;
     if (++eventSeq <= 1000 || eventSeq % 97 === 0) {
       const receipt = { drStatuscode: code, drErrcode: errcode, drTime: new Date(drTime) };
       const sms = { status: '0', network: r.network, price: r.price, counts: 1, receipt };
@@ -336,7 +337,7 @@ export function createDataset({ recipients, seed = 42, longMessages = 100_000, e
         sms,
         createdAt: new Date(r.createdAt),
       };
-      const real = JSON.stringify(toDlrItem(record));
+      const real = storedItem(toDlrItem(record), r.id, r.to);
       if (real !== item) throw new Error(`datagen: item ${item} differs from toDlrItem's ${real}`);
       counts.itemChecks++;
     }
@@ -1116,7 +1117,7 @@ export async function generate({
   log(`  checks passed in ${((performance.now() - checkStarted) / 1000).toFixed(1)} s`);
 
   const manifest = {
-    version: 1,
+    version: DATASET_VERSION,
     databaseUrl: url,
     pepper: BENCH.pepper,
     key: BENCH.key,

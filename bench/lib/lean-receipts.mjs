@@ -1,14 +1,35 @@
 // The lean receipt feed (bench/lib/lean.mjs), `GET /receipts`: the `after` cursor checked as Waybill checks it,
 // one query for the events after it (one more than asked, to learn whether more exist), each stored item parsed
-// into its event, and the next cursor signed.
+// into its event (the stored values and the row's message id and recipient, as the store keeps them:
+// packages/server/src/store/event-item.ts), and the next cursor signed.
 import { credentials, cursorMac } from './lean-auth.mjs';
 
 const SEQ_CURSOR = 'waybill.seq-cursor.v1\0';
+const VALUE_KEYS = [
+  'status',
+  'price',
+  'counts',
+  'network',
+  'drStatus',
+  'drStatuscode',
+  'drErrcode',
+  'drTime',
+];
+
+/** The receipt item of an event row: its stored values under their keys, or the whole item stored as JSON. */
+function itemOf(row) {
+  if (row.item.startsWith('{')) return JSON.parse(row.item);
+  const values = JSON.parse(row.item);
+  const item = { type: 'dlr', messageid: row.message_id, to: row.recipient };
+  for (let i = 0; i < VALUE_KEYS.length; i++) if (values[i] !== null) item[VALUE_KEYS[i]] = values[i];
+  return item;
+}
 
 /** `GET /receipts`, as `(query, request) => [status, body]`. */
 export function receiptsRoutes(db, authenticate) {
   const events = db.prepare(
-    'SELECT seq, id, recorded_at, item FROM receipt_events WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?',
+    `SELECT seq, id, message_id, recipient, recorded_at, item FROM receipt_events
+     WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
   );
   return {
     '/receipts'(query, request) {
@@ -36,7 +57,7 @@ export function receiptsRoutes(db, authenticate) {
           receipts: page.map((e) => ({
             id: e.id,
             recordedAt: new Date(e.recorded_at).toISOString(),
-            receipt: JSON.parse(e.item),
+            receipt: itemOf(e),
           })),
           nextCursor: `${payload}.${cursorMac(SEQ_CURSOR, payload, binding)}`,
           hasMore: rows.length > limit,

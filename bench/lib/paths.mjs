@@ -24,12 +24,18 @@ export const cliMain = (dist = serverDist) => join(dist, 'cli/main.js');
 const load = (path) => import(pathToFileURL(join(serverDist, path)).href);
 
 /**
- * What the data generator calls in the built server: schema, account, wire items, record order, partitions, the
- * review rollup's backfill.
+ * The layout of a generated dataset. A manifest of an older one is generated again: 2 stores each receipt
+ * event's item as the store does since issue 19's fifth pass (store/event-item.ts), not as its whole JSON.
+ */
+export const DATASET_VERSION = 2;
+
+/**
+ * What the data generator calls in the built server: schema, account, wire items and the stored form of an
+ * event's item, record order, partitions, the review rollup's backfill.
  */
 export async function serverModules() {
-  const [config, open, accounts, wire, records, partitions, sqliteRollup, postgresRollup] = await Promise.all(
-    [
+  const [config, open, accounts, wire, records, partitions, sqliteRollup, postgresRollup, eventItem] =
+    await Promise.all([
       load('config.js'),
       load('store/open.js'),
       load('operations/accounts.js'),
@@ -38,14 +44,15 @@ export async function serverModules() {
       load('store/postgres/partitions.js'),
       load('store/sqlite/rollup.js'),
       load('store/postgres/rollup.js'),
-    ],
-  );
+      load('store/event-item.js'),
+    ]);
   return {
     loadConfig: config.loadConfig,
     openStore: open.openStore,
     createAccount: accounts.createAccount,
     drStatusOf: wire.drStatusOf,
     toDlrItem: wire.toDlrItem,
+    storedItem: eventItem.storedItem,
     comparePositions: records.comparePositions,
     ensurePartitions: partitions.ensurePartitions,
     rollupBackfill: {

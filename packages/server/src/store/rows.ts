@@ -20,7 +20,7 @@ import type {
   SendStatus,
   SettableStatus,
 } from '../domain/vocabulary.js';
-import type { DlrItem } from '../domain/wire.js';
+import { itemJsonOf, itemOf } from './event-item.js';
 
 /**
  * Rows as both engines return them, and their one mapping to the domain. The tables have the same columns on
@@ -127,12 +127,18 @@ type SmsColumns<C extends ColumnTypes> = Pick<
 export const DLR_COLUMN_NAMES: readonly string[] = ['id', 'channel_user_id', ...SMS_COLUMN_NAMES];
 export type DlrRow<C extends ColumnTypes> = Pick<MessageRow<C>, 'id' | 'channel_user_id'> & SmsColumns<C>;
 
+/** An event's row as read: its item as stored (store/event-item.ts), with the message id and recipient. */
 export interface EventRow<C extends ColumnTypes> {
   seq: number;
   id: string;
+  message_id: string;
+  recipient: string;
   recorded_at: C['time'];
   item: string;
 }
+
+/** The columns of an {@link EventRow}. */
+export const EVENT_COLUMNS = 'seq, id, message_id, recipient, recorded_at, item';
 
 export interface DeliveryRow<C extends ColumnTypes> {
   seq: number;
@@ -297,13 +303,13 @@ export function rowMappers<C extends ColumnTypes>({ date, json }: Conversions<C>
       id: row.id,
       seq: row.seq,
       recordedAt: date(row.recorded_at),
-      item: JSON.parse(row.item) as DlrItem,
+      item: itemOf(row.message_id, row.recipient, row.item),
     }),
     storedEvent: (row: EventRow<C>): StoredReceiptEvent => ({
       id: row.id,
       seq: row.seq,
       recordedAt: date(row.recorded_at),
-      itemJson: row.item,
+      itemJson: itemJsonOf(row.message_id, row.recipient, row.item),
     }),
     delivery: (row: DeliveryRow<C>): Delivery => ({
       id: row.id,
@@ -325,7 +331,7 @@ export function rowMappers<C extends ColumnTypes>({ date, json }: Conversions<C>
               error: row.last_error,
               durationMs: row.last_duration_ms ?? 0,
             },
-      payload: JSON.parse(row.item) as DlrItem,
+      payload: itemOf(row.message_id, row.recipient, row.item),
     }),
     attempt: (row: AttemptRow<C>): AttemptRecord => ({
       at: date(row.at),

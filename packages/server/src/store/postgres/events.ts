@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { PlannedEvent, RecipientRef } from '../../domain/deliveries/events.js';
 import { isUuid } from '../../domain/formats.js';
+import { storedItem } from '../event-item.js';
 import { UnknownAccountError } from '../store.js';
 import { DELIVERIES_CHANNEL } from './delivery-notices.js';
 
@@ -95,7 +96,7 @@ export async function writeEvents(
       events.map((e) => e.to),
       events.map((e) => e.recordedAt.toISOString()),
       events.map((e) => e.messageCreatedAt.toISOString()),
-      events.map((e) => JSON.stringify(e.item)),
+      events.map((e) => storedItem(e.item, e.messageId, e.to)),
       events.map((e) => e.delivery),
       // Wakes the relays of every instance at commit (delivery-notices.ts).
       events.some((e) => e.delivery === 'pending'),

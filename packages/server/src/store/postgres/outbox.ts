@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { ReceiptEvent, StoredReceiptEvent } from '../../domain/deliveries/events.js';
 import * as rules from '../../domain/deliveries/rules.js';
+import { itemJsonOf } from '../event-item.js';
 import type { ClaimedDelivery, ClaimRequest, DeliveryListQuery, FinishedAttempt } from '../store.js';
 import { notifyQueued } from './delivery-notices.js';
 import { inTransaction } from './pool.js';
@@ -10,6 +11,7 @@ import {
   DELIVERY_COLUMNS,
   type DeliveryRow,
   deliveryFromRow,
+  EVENT_COLUMNS,
   type EventRow,
   eventFromRow,
   storedEventFromRow,
@@ -32,7 +34,7 @@ export async function listEvents(
 ): Promise<StoredReceiptEvent[]> {
   const result = await pool.query<EventRow>({
     name: 'wb_events',
-    text: `SELECT seq, id, recorded_at, item FROM receipt_events
+    text: `SELECT ${EVENT_COLUMNS} FROM receipt_events
            WHERE account_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
     values: [accountId, afterSeq, limit],
   });
@@ -198,7 +200,7 @@ const claimedFromRow = (row: CandidateRow, lease: string): ClaimedDelivery => ({
     previous: row.previous_callback_secret,
     previousUntil: row.previous_callback_secret_until,
   },
-  body: row.item,
+  body: itemJsonOf(row.message_id, row.recipient, row.item),
 });
 
 interface ClaimStateRow {
@@ -478,7 +480,7 @@ export async function listMessageEvents(
 ): Promise<ReceiptEvent[]> {
   const result = await pool.query<EventRow>({
     name: 'wb_message_events',
-    text: `SELECT seq, id, recorded_at, item FROM receipt_events
+    text: `SELECT ${EVENT_COLUMNS} FROM receipt_events
            WHERE account_id = $1 AND message_id = $2 ORDER BY seq`,
     values: [accountId, messageId],
   });

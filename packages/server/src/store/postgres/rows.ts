@@ -28,6 +28,7 @@ export const MESSAGE_COLUMNS = shared.MESSAGE_COLUMN_NAMES.map((column) => `m.${
 /** Only what /dlr shows (alias `m`). */
 export const DLR_COLUMNS = shared.DLR_COLUMN_NAMES.map((column) => `m.${column}`).join(', ');
 export const DELIVERY_COLUMNS = shared.DELIVERY_COLUMNS;
+export const EVENT_COLUMNS = shared.EVENT_COLUMNS;
 
 /** Key of a message record inside one account, for in-memory maps: the planner's, so loaded maps fit it. */
 export { recordKey } from '../../domain/ingest/plan-messages.js';

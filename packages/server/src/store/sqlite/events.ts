@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { PlannedEvent, RecipientRef } from '../../domain/deliveries/events.js';
+import { storedItem } from '../event-item.js';
 import { UnknownAccountError } from '../store.js';
 import { preparer } from './database.js';
 
@@ -78,7 +79,7 @@ export function writeEvents(
       event.to,
       recordedAt,
       messageCreatedAt,
-      JSON.stringify(event.item),
+      storedItem(event.item, event.messageId, event.to),
     );
     if (event.delivery !== null) {
       sql.insertDelivery.run(

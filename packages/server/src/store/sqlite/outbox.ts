@@ -1,7 +1,7 @@
 import type { Database } from 'better-sqlite3';
 import type { ReceiptEvent, StoredReceiptEvent } from '../../domain/deliveries/events.js';
 import * as rules from '../../domain/deliveries/rules.js';
-import type { DlrItem } from '../../domain/wire.js';
+import { itemJsonOf, itemOf } from '../event-item.js';
 import type { ClaimedDelivery, ClaimRequest, DeliveryListQuery } from '../store.js';
 import type { Prepared } from './database.js';
 import {
@@ -10,6 +10,8 @@ import {
   DELIVERY_COLUMNS,
   type DeliveryRow,
   deliveryFromRow,
+  EVENT_COLUMNS,
+  type EventRow,
 } from './rows.js';
 
 /**
@@ -81,8 +83,8 @@ export function prepareOutbox(db: Database) {
        ORDER BY d.seq DESC LIMIT @limit`,
     );
   return {
-    events: prepare<[string, number, number], { seq: number; id: string; recorded_at: number; item: string }>(
-      `SELECT seq, id, recorded_at, item FROM receipt_events
+    events: prepare<[string, number, number], EventRow>(
+      `SELECT ${EVENT_COLUMNS} FROM receipt_events
        WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
     ),
     // Accounts with callbacks on and something due: each is then asked for its own oldest due deliveries.
@@ -178,8 +180,8 @@ export function prepareOutbox(db: Database) {
     delivery: prepare<[string, string], DeliveryRow>(
       `SELECT ${DELIVERY_COLUMNS} ${FROM_DELIVERIES} WHERE d.account_id = ? AND d.id = ?`,
     ),
-    messageEvents: prepare<[string, string], { seq: number; id: string; recorded_at: number; item: string }>(
-      `SELECT seq, id, recorded_at, item FROM receipt_events
+    messageEvents: prepare<[string, string], EventRow>(
+      `SELECT ${EVENT_COLUMNS} FROM receipt_events
        WHERE account_id = ? AND message_id = ? ORDER BY seq`,
     ),
     // INDEXED BY: left to itself, SQLite walks the account's deliveries in seq order to skip the sort.
@@ -255,7 +257,7 @@ export function listEvents(
     id: row.id,
     seq: row.seq,
     recordedAt: new Date(row.recorded_at),
-    itemJson: row.item,
+    itemJson: itemJsonOf(row.message_id, row.recipient, row.item),
   }));
 }
 
@@ -297,7 +299,7 @@ export function claim(outbox: Outbox, request: ClaimRequest): ClaimedDelivery[] 
             ? null
             : new Date(account.previous_callback_secret_until),
       },
-      body: row.item,
+      body: itemJsonOf(row.message_id, row.recipient, row.item),
     };
   });
 }
@@ -380,7 +382,7 @@ export function listMessageEvents(outbox: Outbox, accountId: string, messageId: 
     id: row.id,
     seq: row.seq,
     recordedAt: new Date(row.recorded_at),
-    item: JSON.parse(row.item) as DlrItem,
+    item: itemOf(row.message_id, row.recipient, row.item),
   }));
 }
 

@@ -13,6 +13,7 @@ export type Columns = { time: number; json: string; flag: number };
 // Modules name the shared row types with these column types (`MessageRow<Columns>`); the outbox its own.
 export type DeliveryRow = shared.DeliveryRow<Columns> & { account_id: string };
 export type AttemptRow = shared.AttemptRow<Columns>;
+export type EventRow = shared.EventRow<Columns>;
 
 export const fromRow = shared.rowMappers<Columns>({
   date: (ms) => new Date(ms),
@@ -24,6 +25,7 @@ export const ACCOUNT_COLUMNS = shared.ACCOUNT_COLUMNS;
 export const MESSAGE_COLUMNS = shared.MESSAGE_COLUMN_NAMES.join(', ');
 export const DLR_COLUMNS = shared.DLR_COLUMN_NAMES.join(', ');
 export const DELIVERY_COLUMNS = `d.account_id, ${shared.DELIVERY_COLUMNS}`;
+export const EVENT_COLUMNS = shared.EVENT_COLUMNS;
 
 /** The named parameters of a message write (everything but the key, the sequence and createdAt). */
 export type MessageParams = Omit<shared.MessageRow<Columns>, 'created_at'> & { account_id: string };

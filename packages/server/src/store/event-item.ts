@@ -1,0 +1,64 @@
+import type { DlrItem } from '../domain/wire.js';
+
+/**
+ * How a receipt event's item is stored (`receipt_events.item`, both engines): the values of the item after its
+ * `type`, `messageid` and `to`, as a JSON array in the item's own key order, `null` for a key the item does not
+ * carry — `["0",0.035,1,"26201",0,"delivered","0","2026-08-03 00:00:19.497"]`, about 60 bytes. The event's row
+ * already holds the message id and the recipient, so the item's keys and those two were a second copy: the full
+ * JSON was about 230 of an event's 410 bytes (docs/benchmarks.md, where the disk goes).
+ *
+ * An item that does not have exactly this shape (another key, another order, a message id or recipient other
+ * than its row's) is stored as its whole JSON, as every item was before, and {@link itemJsonOf} reads both.
+ */
+const VALUE_KEYS = [
+  'status',
+  'price',
+  'counts',
+  'network',
+  'drStatus',
+  'drStatuscode',
+  'drErrcode',
+  'drTime',
+] as const;
+
+/** The text to store for `item`, the item of an event whose row holds `messageId` and `to`. */
+export function storedItem(item: DlrItem, messageId: string, to: string): string {
+  const whole = JSON.stringify(item);
+  if (item.type !== 'dlr' || item.messageid !== messageId || item.to !== to) return whole;
+  const keys = Object.keys(item);
+  const values: unknown[] = [];
+  let k = 3;
+  if (keys[0] !== 'type' || keys[1] !== 'messageid' || keys[2] !== 'to') return whole;
+  for (const key of VALUE_KEYS) {
+    const value = (item as unknown as Record<string, unknown>)[key];
+    if (keys[k] === key) {
+      // null stands for a key the item lacks: one that is there may not be null (it never is: DlrItem).
+      if (value === null) return whole;
+      values.push(value);
+      k++;
+    } else {
+      values.push(null);
+    }
+  }
+  return k === keys.length ? JSON.stringify(values) : whole;
+}
+
+/**
+ * The item's JSON, byte for byte what `JSON.stringify(item)` wrote when the event was recorded (callbacks send
+ * it as their body; the feed splices it), from the stored text and its row's message id and recipient.
+ */
+export function itemJsonOf(messageId: string, to: string, stored: string): string {
+  // `{`: stored whole (written before the compact form, or not of its shape).
+  if (stored.charCodeAt(0) === 123) return stored;
+  const values = JSON.parse(stored) as unknown[];
+  let json = `{"type":"dlr","messageid":${JSON.stringify(messageId)},"to":${JSON.stringify(to)}`;
+  for (let i = 0; i < VALUE_KEYS.length; i++) {
+    const value = values[i];
+    if (value !== null && value !== undefined) json += `,"${VALUE_KEYS[i]}":${JSON.stringify(value)}`;
+  }
+  return `${json}}`;
+}
+
+/** The item itself, for those who read its fields (the console's timeline, a delivery's detail). */
+export const itemOf = (messageId: string, to: string, stored: string): DlrItem =>
+  JSON.parse(itemJsonOf(messageId, to, stored)) as DlrItem;
