@@ -45,17 +45,42 @@ export function storedItem(item: DlrItem, messageId: string, to: string): string
 
 /**
  * The item's JSON, byte for byte what `JSON.stringify(item)` wrote when the event was recorded (callbacks send
- * it as their body; the feed splices it), from the stored text and its row's message id and recipient.
+ * it as their body; the feed splices it), from the stored text and its row's message id and recipient. Each
+ * stored value is spliced as it is: `JSON.stringify` wrote it as it writes it inside the item, and one pass
+ * over the text finds where each ends (a feed page rebuilds a hundred; parsing and writing each value again
+ * cost the feed a third of its lead over the lean reference).
  */
 export function itemJsonOf(messageId: string, to: string, stored: string): string {
   // `{`: stored whole (written before the compact form, or not of its shape).
   if (stored.charCodeAt(0) === 123) return stored;
-  const values = JSON.parse(stored) as unknown[];
   let json = `{"type":"dlr","messageid":${JSON.stringify(messageId)},"to":${JSON.stringify(to)}`;
-  for (let i = 0; i < VALUE_KEYS.length; i++) {
-    const value = values[i];
-    if (value !== null && value !== undefined) json += `,"${VALUE_KEYS[i]}":${JSON.stringify(value)}`;
+  let key = 0;
+  let start = 1;
+  let depth = 0;
+  let inString = false;
+  for (let i = 1; i < stored.length; i++) {
+    const c = stored.charCodeAt(i);
+    if (inString) {
+      if (c === 92) {
+        i++; // a backslash: the next character is escaped
+      } else if (c === 34) {
+        inString = false;
+      }
+    } else if (c === 34) {
+      inString = true;
+    } else if (c === 91 || c === 123) {
+      depth++;
+    } else if (depth > 0) {
+      if (c === 93 || c === 125) depth--;
+    } else if (c === 44 || c === 93) {
+      // A value ends at a comma or at the array's closing bracket.
+      const value = stored.slice(start, i);
+      if (value !== 'null') json += `,"${VALUE_KEYS[key]}":${value}`;
+      key++;
+      start = i + 1;
+    }
   }
+  if (key !== VALUE_KEYS.length) throw new Error(`a stored receipt item of ${key} values: ${stored}`);
   return `${json}}`;
 }
 
