@@ -4,7 +4,8 @@
 //   asynchronous destination directly and through the server's batchedOutput (http/log-output.ts), each in a
 //   fresh process, alternately; CPU per line of the whole process (its threads' writes included);
 // - the line's formatting: Fastify's logger (pino) writing the access log's fields into a sink that keeps nothing;
-// - the URL's redaction (redactUrl of http/access-log.ts) per call, of this build and of --baseline-dist's.
+// - per call, of this build and of --baseline-dist's: the URL's redaction (redactUrl of http/access-log.ts), the
+//   whole line through logRequest, and an item's report time (formatDrTime of domain/wire.ts).
 //
 //   node bench/log-line.mjs [--lines 300000] [--rounds 3] [--baseline-dist <another build's packages/server/dist>]
 import { spawnSync } from 'node:child_process';
@@ -87,20 +88,39 @@ if (mode === '--child-direct' || mode === '--child-batched') {
     `formatting through Fastify's logger: ${((performance.now() - formatStart) / 1000).toFixed(3)} µs per line`,
   );
 
+  // Per call, this build's against --baseline-dist's, alternately in this process: the URL's redaction, the
+  // whole access-log line through Fastify's logger (logRequest: redaction, fields and pino's line; since the fifth
+  // pass built by http/access-line.ts), and the report time of an item (formatDrTime of domain/wire.ts).
   const url = '/dlr?key=Abcdefgh&secret=Abcdefgh&messageid=m-000123';
-  const timeRedact = async (dist) => {
-    const { redactUrl } = await import(pathToFileURL(join(dist, 'http/access-log.js')).href);
-    const n = 2_000_000;
-    for (let i = 0; i < 300_000; i++) redactUrl(url);
+  const request = { ...LINE, url };
+  const dates = Array.from({ length: 1024 }, (_, i) => new Date(1_785_715_220_497 + i * 7_777_777));
+  const perCall = (f, n) => {
+    for (let i = 0; i < n / 5; i++) f(i);
     const t = performance.now();
-    for (let i = 0; i < n; i++) redactUrl(url);
-    return ((performance.now() - t) * 1000) / n;
+    for (let i = 0; i < n; i++) f(i);
+    return ((performance.now() - t) * 1e6) / n;
+  };
+  const timeBuild = async (dist) => {
+    const { redactUrl, logRequest } = await import(pathToFileURL(join(dist, 'http/access-log.js')).href);
+    const { formatDrTime } = await import(pathToFileURL(join(dist, 'domain/wire.js')).href);
+    return {
+      redactUrl: perCall(() => redactUrl(url), 1_000_000),
+      logRequest: perCall(() => logRequest(app.log, request), 300_000),
+      formatDrTime: perCall((i) => formatDrTime(dates[i & 1023]), 1_000_000),
+    };
   };
   const builds = [['this build', serverDist]];
   if (opts['baseline-dist']) builds.push(['baseline', resolve(opts['baseline-dist'])]);
   for (let round = 0; round < Number(opts.rounds); round++) {
     const figures = [];
-    for (const [name, dist] of builds) figures.push(`${name} ${(await timeRedact(dist)).toFixed(3)} µs`);
-    console.log(`redactUrl per call, round ${round + 1}: ${figures.join('; ')}`);
+    for (const [name, dist] of round % 2 === 0 ? builds : [...builds].reverse()) {
+      const t = await timeBuild(dist);
+      figures.push(
+        `${name}: ${Object.entries(t)
+          .map(([k, v]) => `${k} ${v.toFixed(0)} ns`)
+          .join(', ')}`,
+      );
+    }
+    console.log(`per call, round ${round + 1}: ${figures.join('; ')}`);
   }
 }
