@@ -20,8 +20,7 @@ const {
 // Missing from pino's type declarations, present since pino 8.
 const { msgPrefixSym } = pino.symbols as unknown as Record<string, symbol | undefined>;
 
-/** The fields of an access-log line (http/access-log.ts), */
-// and the message's key: none of them may have a serializer or a redaction.
+/** The fields of an access-log line (http/access-log.ts) and the message's key: none may be serialized or redacted. */
 const KEYS = ['reqId', 'method', 'url', 'status', 'ms', 'ip', 'msg'];
 
 /** The parts of a pino logger the line is built from, read by pino's own exported symbols. */

@@ -21,8 +21,9 @@ const feedBinding = (accountId: string) => ['receipts', accountId];
 
 /**
  * A page of the feed as ReceiptFeedSchema has it, written here rather than by the route's serializer: each
- * event's item is spliced in as it was stored (JSON.stringify of the DlrItem, in DlrItemSchema's order, when it
- * was recorded), not parsed and serialized again. That was most of a page's cost per row (docs/benchmarks.md).
+ * event's item is spliced in as the store gives it back (the JSON.stringify of the DlrItem, in DlrItemSchema's
+ * order, when it was recorded: store/event-item.ts), not parsed and serialized again. That was most of a page's
+ * cost per row (docs/benchmarks.md).
  * The other fields are ours: an `evt_` id, an ISO instant and a cursor, quoted by JSON.stringify.
  */
 export function feedPage(page: readonly StoredReceiptEvent[], nextCursor: string, hasMore: boolean): string {

@@ -3,7 +3,7 @@ import type { DlrItem } from '../domain/wire.js';
 /**
  * How a receipt event's item is stored (`receipt_events.item`, both engines): the values of the item after its
  * `type`, `messageid` and `to`, as a JSON array in the item's own key order, `null` for a key the item does not
- * carry — `["0",0.035,1,"26201",0,"delivered","0","2026-08-03 00:00:19.497"]`, about 60 bytes. The event's row
+ * carry — `["0",0.035,1,"26201",0,"delivered","0","2026-08-03 00:00:19.497"]`, about 65 bytes. The event's row
  * already holds the message id and the recipient, so the item's keys and those two were a second copy: the full
  * JSON was about 230 of an event's 410 bytes (docs/benchmarks.md, where the disk goes).
  *
