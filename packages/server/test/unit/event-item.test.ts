@@ -79,7 +79,7 @@ describe('stored event items', () => {
       JSON.parse(
         '{"type":"dlr","messageid":"m","to":"4470","status":"0","price":1,"counts":1,"network":{"a":["],\\"[",1],"b":"\\\\"},"drStatus":0,"drStatuscode":"delivered","drErrcode":"0","drTime":"2026-01-01 00:00:00.000"}',
       ),
-      { to: base.to, ...base },
+      Object.assign({ to: base.to }, base),
       { ...base, network: null },
       base,
     ] as unknown as DlrItem[];
