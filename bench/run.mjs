@@ -24,7 +24,7 @@
 // fresh copy, beside the operator API's receipts measured on the same server in the same round.
 // The run ends with the goals of issue 19 (bench/lib/goals.mjs): each with this run's figure, or the scenario
 // that measures it. docs/benchmarks.md explains the figures and records them.
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { runCallbacks } from './lib/callbacks.mjs';
@@ -104,30 +104,34 @@ const databaseUrl =
   opts['database-url'] ??
   `sqlite:${QUICK ? join(quickDir, 'quick.db') : join(dataDir, `bench-${RECIPIENTS}.db`)}`;
 const manifestPath = manifestPathFor(databaseUrl);
-let manifest;
-// A SQLite dataset of an older layout is written again from scratch.
-let stale = false;
-try {
-  manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
-  if (manifest.recipients !== RECIPIENTS && opts.recipients) {
-    throw new Error(`${manifestPath} holds ${manifest.recipients} recipients, not ${RECIPIENTS}`);
+/** The dataset's manifest; null when there is none, or when it is of an older layout (generated again). */
+function readManifest() {
+  let found;
+  try {
+    found = JSON.parse(readFileSync(manifestPath, 'utf8'));
+  } catch (error) {
+    if (error.code === 'ENOENT') return null;
+    throw error;
   }
-  if ((manifest.version ?? 1) < DATASET_VERSION) {
-    console.error(
-      `${manifestPath}: a dataset of an older layout (${manifest.version ?? 1}), generated again`,
-    );
-    stale = true;
-    throw Object.assign(new Error('stale dataset'), { code: 'ENOENT' });
+  if (found.recipients !== RECIPIENTS && opts.recipients) {
+    throw new Error(`${manifestPath} holds ${found.recipients} recipients, not ${RECIPIENTS}`);
   }
-} catch (error) {
-  if (error.code !== 'ENOENT') throw error;
+  if ((found.version ?? 1) < DATASET_VERSION) {
+    console.error(`${manifestPath}: a dataset of an older layout (${found.version ?? 1}), generated again`);
+    return null;
+  }
+  return found;
+}
+let manifest = readManifest();
+if (manifest === null) {
   console.error(`generating ${RECIPIENTS.toLocaleString('en')} recipients into ${databaseUrl}…`);
   const { generate } = await import('./lib/datagen.mjs');
   // Quick mode keeps the long history short: its deep page is walked to first, a request per page.
   manifest = await generate({
     databaseUrl,
     recipients: RECIPIENTS,
-    force: stale,
+    // A manifest still there is of an older layout: its SQLite file is written again from scratch.
+    force: existsSync(manifestPath),
     ...(QUICK ? { longMessages: 3_000 } : {}),
   });
 }

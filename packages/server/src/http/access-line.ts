@@ -93,13 +93,13 @@ export function writeAccessLine(
   ms: number,
   ip: string | undefined,
 ): boolean {
-  const pino = plainPino(log);
-  if (pino === undefined) return false;
+  const parts = plainPino(log);
+  if (parts === undefined) return false;
   if (!(log as unknown as { isLevelEnabled(level: string): boolean }).isLevelEnabled('info')) return true;
-  let line = pino.levelPrefix + pino.time.call(log) + pino.bindings;
+  let line = parts.levelPrefix + parts.time.call(log) + parts.bindings;
   if (reqId !== undefined) line += `,"reqId":${JSON.stringify(reqId)}`;
   line += `,"method":${JSON.stringify(method)},"url":${JSON.stringify(url)},"status":${status},"ms":${Number.isFinite(ms) ? ms : null}`;
   if (ip !== undefined) line += `,"ip":${JSON.stringify(ip)}`;
-  pino.stream.write(`${line},"msg":"request"${pino.end}`);
+  parts.stream.write(`${line},"msg":"request"${parts.end}`);
   return true;
 }

@@ -23,24 +23,24 @@ const VALUE_KEYS = [
 
 /** The text to store for `item`, the item of an event whose row holds `messageId` and `to`. */
 export function storedItem(item: DlrItem, messageId: string, to: string): string {
-  const whole = JSON.stringify(item);
-  if (item.type !== 'dlr' || item.messageid !== messageId || item.to !== to) return whole;
   const keys = Object.keys(item);
+  const sameRow = item.type === 'dlr' && item.messageid === messageId && item.to === to;
+  if (!sameRow || keys[0] !== 'type' || keys[1] !== 'messageid' || keys[2] !== 'to')
+    return JSON.stringify(item);
   const values: unknown[] = [];
   let k = 3;
-  if (keys[0] !== 'type' || keys[1] !== 'messageid' || keys[2] !== 'to') return whole;
   for (const key of VALUE_KEYS) {
-    const value = (item as unknown as Record<string, unknown>)[key];
-    if (keys[k] === key) {
-      // null stands for a key the item lacks: one that is there may not be null (it never is: DlrItem).
-      if (value === null) return whole;
-      values.push(value);
-      k++;
-    } else {
+    if (keys[k] !== key) {
       values.push(null);
+      continue;
     }
+    const value = (item as unknown as Record<string, unknown>)[key];
+    // null stands for a key the item lacks: one that is there may not be null (it never is: DlrItem).
+    if (value === null) return JSON.stringify(item);
+    values.push(value);
+    k++;
   }
-  return k === keys.length ? JSON.stringify(values) : whole;
+  return k === keys.length ? JSON.stringify(values) : JSON.stringify(item);
 }
 
 /**
