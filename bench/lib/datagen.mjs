@@ -631,8 +631,9 @@ function batchInsert(db, head, values, width) {
  * and rowids follow time from chunk to chunk. Constants are SQL literals: on this path a bound string costs
  * more than SQLite's own work for it.
  */
-function sqliteSink(db, accountId, { messages, others }) {
-  const account = `'${accountId}'`;
+function sqliteSink(db, accountRef, { messages, others }) {
+  // The account's integer ref (store/sqlite/account-ref.ts), which every table of its data keys it by.
+  const account = String(accountRef);
   const noop = () => {};
   const sink = { events: others, written: 0 };
   if (others) {
@@ -759,14 +760,14 @@ function fill(db, options, sink, progress = () => {}) {
  * events, contacts, identities and conversations, with their indexes. It runs the same generator (so the same
  * data) and skips the message records, which the main thread writes meanwhile.
  */
-function writePart({ file, accountId, options, tables, indexes }) {
+function writePart({ file, accountRef, options, tables, indexes }) {
   const started = performance.now();
   rmSync(file, { force: true });
   const db = new Database(file);
   try {
     bulkPragmas(db, 1000);
     for (const sql of tables) db.exec(sql);
-    const sink = sqliteSink(db, accountId, { messages: false, others: true });
+    const sink = sqliteSink(db, accountRef, { messages: false, others: true });
     const gen = fill(db, options, sink);
     const rowsSeconds = (performance.now() - started) / 1000;
     for (const sql of indexes) db.exec(sql);
@@ -825,9 +826,10 @@ async function loadSqlite(options, databaseUrl, log) {
     for (const { name } of messageIndexes) db.exec(`DROP INDEX ${quoteName(name)}`);
     log(`  dropped ${messageIndexes.map((i) => i.name).join(', ')} (recreated after the load)`);
 
-    const part = startPart({ file: partFile, accountId, options, tables, indexes: helperIndexes });
+    const accountRef = db.prepare('SELECT ref FROM account_refs WHERE id = ?').get(accountId).ref;
+    const part = startPart({ file: partFile, accountRef, options, tables, indexes: helperIndexes });
     part.catch(() => {}); // awaited below; a failure there must not go unhandled meanwhile
-    const sink = sqliteSink(db, accountId, { messages: true, others: false });
+    const sink = sqliteSink(db, accountRef, { messages: true, others: false });
     let nextLog = performance.now() + 5000;
     const gen = fill(db, options, sink, (g) => {
       if (performance.now() < nextLog) return;
@@ -866,7 +868,7 @@ async function loadSqlite(options, databaseUrl, log) {
     db.exec(`BEGIN; ${rollupBackfill.sqlite}; COMMIT`);
     log(`  review rollup counted in ${lap()}`);
     const count = (table) =>
-      db.prepare(`SELECT count(*) AS n FROM ${table} WHERE account_id = ?`).get(accountId).n;
+      db.prepare(`SELECT count(*) AS n FROM ${table} WHERE account_id = ?`).get(accountRef).n;
     if (count('messages') !== gen.produced || count('receipt_events') !== gen.events)
       throw new Error(`datagen: row counts differ from what was generated`);
     return { accountId, summary: gen.summary() };

@@ -32,7 +32,10 @@ export function credentials(query, authorization) {
 
 /** `authenticate(key, secret)`: the account ({ id }) the credentials name, or null. */
 export function authenticator(db) {
-  const accountByKey = db.prepare('SELECT id, secret_hash FROM accounts WHERE key = ?');
+  // With the account's integer ref, which its rows are keyed by (store/sqlite/account-ref.ts).
+  const accountByKey = db.prepare(
+    'SELECT a.id, r.ref, a.secret_hash FROM accounts a JOIN account_refs r ON r.id = a.id WHERE a.key = ?',
+  );
   const hashSecret = (secret) =>
     createHmac('sha256', pepper).update('waybill.secret.v1\0').update(secret).digest();
   // Accounts by key, each with the secret that last verified (Waybill's account cache does as much).
@@ -42,7 +45,7 @@ export function authenticator(db) {
     if (account === undefined) {
       const row = accountByKey.get(key);
       if (!row) return null;
-      account = { id: row.id, hash: row.secret_hash, verified: null };
+      account = { id: row.id, ref: row.ref, hash: row.secret_hash, verified: null };
       accounts.set(key, account);
     }
     const candidate = Buffer.from(secret, 'utf8');

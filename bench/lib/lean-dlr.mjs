@@ -35,7 +35,7 @@ export function dlrRoutes(db, authenticate) {
       if (!key || !secret || !messageId) return [400, { code: 2, descr: 'Missing parameters' }];
       const account = authenticate(key, secret);
       if (account === null) return [401, { code: 4, descr: 'Invalid credentials' }];
-      const rows = recipients.all(account.id, messageId);
+      const rows = recipients.all(account.ref, messageId);
       if (rows.length > 1) rows.sort((a, b) => a.seq - b.seq);
       return [200, rows.map(dlrItem)];
     },

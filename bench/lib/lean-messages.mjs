@@ -60,15 +60,15 @@ export function messagesRoutes(db, authenticate) {
   const firstPage = page(false);
   const nextPage = page(true);
 
-  function history(accountId, query) {
+  function history(accountRef, query) {
     const channel = query.get('channel')?.toUpperCase();
     const channelUserId = query.get('channelUserId');
     if (!channel || !channelUserId) return [400, { detail: 'the lean reference knows channelUserId only' }];
     const size = Number(query.get('size') ?? 20);
-    const found = conversation.get(accountId, channel, channelUserId);
+    const found = conversation.get(accountRef, channel, channelUserId);
     if (!found) return [200, { messages: [], nextCursor: null, hasMore: false }];
-    const binding = [accountId, found.contact_id, channel, null];
-    const params = { account: accountId, conversation: found.id, limit: size + 1 };
+    const binding = [accountRef, found.contact_id, channel, null];
+    const params = { account: accountRef, conversation: found.id, limit: size + 1 };
     const cursor = query.get('cursor');
     let rows;
     if (cursor) {
@@ -100,8 +100,8 @@ export function messagesRoutes(db, authenticate) {
     if (!account) return [401, { detail: 'invalid credentials' }];
     if (query.has('campaignId')) return [400, { detail: 'the lean reference knows no campaignId' }];
     const ids = query.get('messageIds');
-    if (ids === null) return history(account.id, query);
-    const messages = byIds.all(account.id, JSON.stringify(ids.split(','))).map(record);
+    if (ids === null) return history(account.ref, query);
+    const messages = byIds.all(account.ref, JSON.stringify(ids.split(','))).map(record);
     return [200, envelope ? { messages, nextCursor: null, hasMore: false } : messages];
   };
   return { '/messages': route(true), '/api/v1/contacts/messages': route(false) };

@@ -47,7 +47,7 @@ export function receiptsRoutes(db, authenticate) {
           return [400, { detail: 'after is not a cursor of this feed' }];
         after = Number(Buffer.from(payload, 'base64url').toString('utf8'));
       }
-      const rows = events.all(account.id, after, limit + 1);
+      const rows = events.all(account.ref, after, limit + 1);
       const page = rows.slice(0, limit);
       const last = page.length > 0 ? page[page.length - 1].seq : after;
       const payload = Buffer.from(String(last)).toString('base64url');

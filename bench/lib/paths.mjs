@@ -25,9 +25,10 @@ const load = (path) => import(pathToFileURL(join(serverDist, path)).href);
 
 /**
  * The layout of a generated dataset. A manifest of an older one is generated again: 2 stores each receipt
- * event's item as the store does since issue 19's fifth pass (store/event-item.ts), not as its whole JSON.
+ * event's item as the store does since issue 19's fifth pass (store/event-item.ts), not as its whole JSON;
+ * 3 keys SQLite's rows by the account's integer ref (store/sqlite/account-ref.ts, the sixth pass).
  */
-export const DATASET_VERSION = 2;
+export const DATASET_VERSION = 3;
 
 /**
  * What the data generator calls in the built server: schema, account, wire items and the stored form of an

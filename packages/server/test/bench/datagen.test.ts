@@ -97,7 +97,7 @@ describe('bench datagen (SQLite)', () => {
     );
     expect(JSON.parse(readFileSync(`${file}.manifest.json`, 'utf8'))).toEqual(manifest);
     expect(manifest).toMatchObject({
-      version: 2,
+      version: 3,
       databaseUrl: `sqlite:${file}`,
       pepper: 'bench-pepper-0123456789',
       key: 'BENCHKEY',
@@ -146,10 +146,11 @@ describe('bench datagen (SQLite)', () => {
           [{ account: string }],
           { records: number; maxSeq: number; events: number; maxEvent: number }
         >(
-          `SELECT (SELECT count(*) FROM messages WHERE account_id = @account) AS records,
-                  (SELECT max(seq) FROM messages WHERE account_id = @account) AS maxSeq,
-                  (SELECT count(*) FROM receipt_events WHERE account_id = @account) AS events,
-                  (SELECT max(seq) FROM receipt_events WHERE account_id = @account) AS maxEvent`,
+          `WITH r AS (SELECT ref FROM account_refs WHERE id = @account)
+           SELECT (SELECT count(*) FROM messages WHERE account_id = (SELECT ref FROM r)) AS records,
+                  (SELECT max(seq) FROM messages WHERE account_id = (SELECT ref FROM r)) AS maxSeq,
+                  (SELECT count(*) FROM receipt_events WHERE account_id = (SELECT ref FROM r)) AS events,
+                  (SELECT max(seq) FROM receipt_events WHERE account_id = (SELECT ref FROM r)) AS maxEvent`,
         )
         .get({ account: account?.id ?? '' });
       expect(counts).toEqual({

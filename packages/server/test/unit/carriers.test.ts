@@ -177,6 +177,12 @@ describe('SQLite migration 5', () => {
       drErrcode: '0',
       drTime: 1,
     });
+    // Its account: migration 9 carries over the rows of accounts that exist.
+    db.prepare(
+      `INSERT INTO accounts (id, name, key, secret_hash, callback_secret, ip_whitelist, dlr_query_enabled,
+         balance, credit_limit, created_at)
+       VALUES (?, 'Acme', 'KEY', x'00', 'whsec', '[]', 1, 0, 0, 0)`,
+    ).run(A);
     db.prepare(
       `INSERT INTO parked_receipts (ref, account_id, message_id, fingerprint, receipt, parked_at)
        VALUES (7, ?, 'm-1', 'f', ?, 5)`,

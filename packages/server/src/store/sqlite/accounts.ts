@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import type { Account, AccountPatch, NewAccount } from '../../domain/records.js';
 import type { AccountRow, CallbackSecretRow } from '../rows.js';
 import { type AccountStore, DuplicateKeyError } from '../store.js';
+import { refOf } from './account-ref.js';
 import { preparer } from './database.js';
 import { ACCOUNT_COLUMNS, type Columns, fromRow } from './rows.js';
 
@@ -45,7 +46,7 @@ export function prepareAccounts(db: Database.Database) {
       'contacts',
       'review_counts',
       'review_latency',
-    ].map((table) => prepare<[string]>(`DELETE FROM ${table} WHERE account_id = ?`)),
+    ].map((table) => prepare<[string]>(`DELETE FROM ${table} WHERE account_id = ${refOf('?')}`)),
     deleteAccountRow: prepare<[string]>('DELETE FROM accounts WHERE id = ?'),
     searchAccounts: prepare<[{ q: string | null; limit: number }], AccountRow<Columns>>(
       `SELECT ${ACCOUNT_COLUMNS} FROM accounts

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { PlannedEvent, RecipientRef } from '../../domain/deliveries/events.js';
 import { storedItem } from '../event-item.js';
 import { UnknownAccountError } from '../store.js';
+import { refOf } from './account-ref.js';
 import { preparer } from './database.js';
 
 /** Receipt events as ingest records them, with the deliveries they queue, on SQLite. */
@@ -16,21 +17,21 @@ export function prepareEvents(db: Database.Database) {
     ),
     insertEvent: prepare<[string, number, string, string, string, number, number, string]>(
       `INSERT INTO receipt_events (account_id, seq, id, message_id, recipient, recorded_at, message_created_at, item)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+       VALUES (${refOf('?')}, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     // All of a batch's recipients in one statement (a JSON array of [messageId, to]). Pinned to the recipient
     // index: left to itself the planner searches (account_id, state) and reads every pending delivery of the
     // account.
     supersede: prepare<[{ account: string; recipients: string }]>(
       `UPDATE deliveries INDEXED BY deliveries_recipient SET state = 'superseded', next_attempt_at = NULL
-       WHERE account_id = @account
+       WHERE account_id = ${refOf('@account')}
          AND (message_id, recipient) IN (SELECT value ->> 0, value ->> 1 FROM json_each(@recipients))
          AND state = 'pending'`,
     ),
     insertDelivery: prepare<[string, number, string, string, string, string, number, number, number | null]>(
       `INSERT INTO deliveries (account_id, seq, id, message_id, recipient, state, created_at, message_created_at,
          next_attempt_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       VALUES (${refOf('?')}, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
   };
 }

@@ -9,6 +9,7 @@ import {
 import type { MessageUpsert } from '../../domain/ingest/precedence.js';
 import { conversationIds, heldIdentities, identityOwners } from '../rows.js';
 import type { IngestOptions, IngestStore, MessageBatchResult } from '../store.js';
+import { refOf } from './account-ref.js';
 import { preparer, RollBack, runBatch } from './database.js';
 import { callbacksOf, type EventStatements, writeEvents } from './events.js';
 import { type ParkedStatements, readParked, readParkedOfPairs, unpark } from './parked.js';
@@ -24,7 +25,7 @@ export function prepareMessageIngest(db: Database.Database) {
       { channel: string; channel_user_id: string; contact_id: string }
     >(
       `SELECT channel, channel_user_id, contact_id FROM identities
-       WHERE account_id = @account
+       WHERE account_id = ${refOf('@account')}
          AND (channel, channel_user_id) IN (SELECT value ->> 0, value ->> 1 FROM json_each(@keys))`,
     ),
     // Pinned to the UNIQUE (account_id, contact_id, channel) index (SQLite names it _2, after the primary key):
@@ -36,23 +37,23 @@ export function prepareMessageIngest(db: Database.Database) {
       { contact_id: string; channel: string; channel_user_id: string }
     >(
       `SELECT contact_id, channel, channel_user_id FROM identities INDEXED BY sqlite_autoindex_identities_2
-       WHERE account_id = @account AND contact_id IN (SELECT value FROM json_each(@contacts))`,
+       WHERE account_id = ${refOf('@account')} AND contact_id IN (SELECT value FROM json_each(@contacts))`,
     ),
     conversationsOfContacts: prepare<
       [{ account: string; contacts: string }],
       { contact_id: string; channel: string; id: string }
     >(
       `SELECT contact_id, channel, id FROM conversations
-       WHERE account_id = @account AND contact_id IN (SELECT value FROM json_each(@contacts))`,
+       WHERE account_id = ${refOf('@account')} AND contact_id IN (SELECT value FROM json_each(@contacts))`,
     ),
     insertContact: prepare<[string, string]>(
-      'INSERT INTO contacts (account_id, id) VALUES (?, ?) ON CONFLICT DO NOTHING',
+      `INSERT INTO contacts (account_id, id) VALUES (${refOf('?')}, ?) ON CONFLICT DO NOTHING`,
     ),
     insertIdentity: prepare<[string, string, string, string]>(
-      'INSERT INTO identities (account_id, channel, channel_user_id, contact_id) VALUES (?, ?, ?, ?)',
+      `INSERT INTO identities (account_id, channel, channel_user_id, contact_id) VALUES (${refOf('?')}, ?, ?, ?)`,
     ),
     insertConversation: prepare<[string, string, string, string]>(
-      'INSERT INTO conversations (account_id, contact_id, channel, id) VALUES (?, ?, ?, ?)',
+      `INSERT INTO conversations (account_id, contact_id, channel, id) VALUES (${refOf('?')}, ?, ?, ?)`,
     ),
   };
 }

@@ -333,6 +333,243 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX receipt_events_message ON receipt_events (account_id, message_id, seq);
     `,
   },
+  {
+    version: 9,
+    name: 'integer account refs',
+    sql: `
+      -- Every table of an account's data keys the account by an integer ref instead of its 36-character id
+      -- (account-ref.ts): a ref is one or two bytes in each row and index entry. A ref is given when the
+      -- account is created and kept after it is deleted, so it never names two ids.
+      CREATE TABLE account_refs (
+        ref INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE
+      ) STRICT;
+      INSERT INTO account_refs (id) SELECT id FROM accounts ORDER BY created_at, id;
+      CREATE TRIGGER accounts_ref AFTER INSERT ON accounts
+      BEGIN
+        INSERT INTO account_refs (id) VALUES (new.id) ON CONFLICT (id) DO NOTHING;
+      END;
+
+      -- Each table is rebuilt with the ref in place of the id, under a new name, then swapped in: children
+      -- are dropped before their parents and renamed after them, so the foreign keys (checked at the end,
+      -- migrate()) follow the new tables. A row of an account no longer in accounts (none should exist:
+      -- deleting an account deletes its rows) has no ref and is not carried over.
+      CREATE TABLE contacts_v9 (
+        account_id INTEGER NOT NULL REFERENCES account_refs (ref),
+        id TEXT NOT NULL,
+        PRIMARY KEY (account_id, id)
+      ) WITHOUT ROWID, STRICT;
+      INSERT INTO contacts_v9 SELECT r.ref, t.id FROM contacts t JOIN account_refs r ON r.id = t.account_id;
+
+      CREATE TABLE identities_v9 (
+        account_id INTEGER NOT NULL,
+        channel TEXT NOT NULL,
+        channel_user_id TEXT NOT NULL,
+        contact_id TEXT NOT NULL,
+        PRIMARY KEY (account_id, channel, channel_user_id),
+        UNIQUE (account_id, contact_id, channel),
+        FOREIGN KEY (account_id, contact_id) REFERENCES contacts_v9 (account_id, id)
+      ) WITHOUT ROWID, STRICT;
+      INSERT INTO identities_v9
+        SELECT r.ref, t.channel, t.channel_user_id, t.contact_id
+        FROM identities t JOIN account_refs r ON r.id = t.account_id;
+
+      CREATE TABLE conversations_v9 (
+        account_id INTEGER NOT NULL,
+        contact_id TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        id TEXT NOT NULL,
+        PRIMARY KEY (account_id, contact_id, channel),
+        UNIQUE (account_id, id),
+        FOREIGN KEY (account_id, contact_id) REFERENCES contacts_v9 (account_id, id)
+      ) WITHOUT ROWID, STRICT;
+      INSERT INTO conversations_v9
+        SELECT r.ref, t.contact_id, t.channel, t.id FROM conversations t JOIN account_refs r ON r.id = t.account_id;
+
+      CREATE TABLE messages_v9 (
+        account_id INTEGER NOT NULL,
+        id TEXT NOT NULL,
+        channel_user_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        channel TEXT NOT NULL,
+        direction TEXT NOT NULL,
+        contact_id TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        campaign_id TEXT,
+        text TEXT,
+        content TEXT,
+        status TEXT,
+        sms_status TEXT,
+        network TEXT,
+        price REAL,
+        counts INTEGER,
+        dr_statuscode TEXT,
+        dr_errcode TEXT,
+        dr_time INTEGER,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (account_id, id, channel_user_id),
+        FOREIGN KEY (account_id, conversation_id) REFERENCES conversations_v9 (account_id, id)
+      ) STRICT;
+      -- In rowid order, so the new table is written in the order the old one was.
+      INSERT INTO messages_v9
+        SELECT r.ref, t.id, t.channel_user_id, t.seq, t.channel, t.direction, t.contact_id, t.conversation_id,
+          t.campaign_id, t.text, t.content, t.status, t.sms_status, t.network, t.price, t.counts, t.dr_statuscode,
+          t.dr_errcode, t.dr_time, t.created_at
+        FROM messages t JOIN account_refs r ON r.id = t.account_id ORDER BY t.rowid;
+
+      CREATE TABLE receipt_events_v9 (
+        account_id INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        recipient TEXT NOT NULL,
+        recorded_at INTEGER NOT NULL,
+        message_created_at INTEGER NOT NULL,
+        item TEXT NOT NULL,
+        PRIMARY KEY (account_id, seq)
+      ) STRICT;
+      INSERT INTO receipt_events_v9
+        SELECT r.ref, t.seq, t.id, t.message_id, t.recipient, t.recorded_at, t.message_created_at, t.item
+        FROM receipt_events t JOIN account_refs r ON r.id = t.account_id ORDER BY t.rowid;
+
+      CREATE TABLE deliveries_v9 (
+        account_id INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        recipient TEXT NOT NULL,
+        state TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL,
+        message_created_at INTEGER NOT NULL,
+        next_attempt_at INTEGER,
+        lease TEXT,
+        lease_until INTEGER,
+        last_at INTEGER,
+        last_http_status INTEGER,
+        last_error TEXT,
+        last_duration_ms INTEGER,
+        PRIMARY KEY (account_id, seq)
+      ) STRICT;
+      INSERT INTO deliveries_v9
+        SELECT r.ref, t.seq, t.id, t.message_id, t.recipient, t.state, t.attempts, t.created_at,
+          t.message_created_at, t.next_attempt_at, t.lease, t.lease_until, t.last_at, t.last_http_status,
+          t.last_error, t.last_duration_ms
+        FROM deliveries t JOIN account_refs r ON r.id = t.account_id ORDER BY t.rowid;
+
+      CREATE TABLE delivery_attempts_v9 (
+        account_id INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        at INTEGER NOT NULL,
+        http_status INTEGER,
+        error TEXT,
+        duration_ms INTEGER NOT NULL,
+        PRIMARY KEY (account_id, seq, n)
+      ) WITHOUT ROWID, STRICT;
+      INSERT INTO delivery_attempts_v9
+        SELECT r.ref, t.seq, t.n, t.at, t.http_status, t.error, t.duration_ms
+        FROM delivery_attempts t JOIN account_refs r ON r.id = t.account_id;
+
+      -- A carrier receipt parked by its pair has no account (account_id NULL) and keeps none.
+      CREATE TABLE parked_receipts_v9 (
+        ref INTEGER PRIMARY KEY,
+        account_id INTEGER,
+        message_id TEXT,
+        route TEXT,
+        carrier_id TEXT,
+        fingerprint TEXT NOT NULL,
+        receipt TEXT NOT NULL,
+        parked_at INTEGER NOT NULL,
+        CHECK ((account_id IS NOT NULL AND message_id IS NOT NULL AND route IS NULL AND carrier_id IS NULL)
+          OR (account_id IS NULL AND message_id IS NULL AND route IS NOT NULL AND carrier_id IS NOT NULL))
+      ) STRICT;
+      INSERT INTO parked_receipts_v9
+        SELECT t.ref, r.ref, t.message_id, t.route, t.carrier_id, t.fingerprint, t.receipt, t.parked_at
+        FROM parked_receipts t LEFT JOIN account_refs r ON r.id = t.account_id
+        WHERE t.account_id IS NULL OR r.ref IS NOT NULL;
+
+      CREATE TABLE carrier_ids_v9 (
+        route TEXT NOT NULL,
+        carrier_id TEXT NOT NULL,
+        account_id INTEGER NOT NULL,
+        message_id TEXT NOT NULL,
+        channel_user_id TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (route, carrier_id),
+        UNIQUE (account_id, message_id, channel_user_id)
+      ) WITHOUT ROWID, STRICT;
+      INSERT INTO carrier_ids_v9
+        SELECT t.route, t.carrier_id, r.ref, t.message_id, t.channel_user_id, t.created_at
+        FROM carrier_ids t JOIN account_refs r ON r.id = t.account_id;
+
+      CREATE TABLE review_counts_v9 (
+        account_id INTEGER NOT NULL,
+        day INTEGER NOT NULL,
+        campaign_id TEXT NOT NULL,
+        network TEXT NOT NULL,
+        state TEXT NOT NULL,
+        errcode TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (account_id, day, campaign_id, network, state, errcode)
+      ) WITHOUT ROWID, STRICT;
+      INSERT INTO review_counts_v9
+        SELECT r.ref, t.day, t.campaign_id, t.network, t.state, t.errcode, t.n
+        FROM review_counts t JOIN account_refs r ON r.id = t.account_id;
+
+      CREATE TABLE review_latency_v9 (
+        account_id INTEGER NOT NULL,
+        day INTEGER NOT NULL,
+        campaign_id TEXT NOT NULL,
+        bucket INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (account_id, day, campaign_id, bucket)
+      ) WITHOUT ROWID, STRICT;
+      INSERT INTO review_latency_v9
+        SELECT r.ref, t.day, t.campaign_id, t.bucket, t.n FROM review_latency t JOIN account_refs r ON r.id = t.account_id;
+
+      DROP TABLE messages;
+      DROP TABLE identities;
+      DROP TABLE conversations;
+      DROP TABLE contacts;
+      DROP TABLE receipt_events;
+      DROP TABLE delivery_attempts;
+      DROP TABLE deliveries;
+      DROP TABLE parked_receipts;
+      DROP TABLE carrier_ids;
+      DROP TABLE review_counts;
+      DROP TABLE review_latency;
+      ALTER TABLE contacts_v9 RENAME TO contacts;
+      ALTER TABLE identities_v9 RENAME TO identities;
+      ALTER TABLE conversations_v9 RENAME TO conversations;
+      ALTER TABLE messages_v9 RENAME TO messages;
+      ALTER TABLE receipt_events_v9 RENAME TO receipt_events;
+      ALTER TABLE deliveries_v9 RENAME TO deliveries;
+      ALTER TABLE delivery_attempts_v9 RENAME TO delivery_attempts;
+      ALTER TABLE parked_receipts_v9 RENAME TO parked_receipts;
+      ALTER TABLE carrier_ids_v9 RENAME TO carrier_ids;
+      ALTER TABLE review_counts_v9 RENAME TO review_counts;
+      ALTER TABLE review_latency_v9 RENAME TO review_latency;
+
+      -- The indexes of migrations 1, 2, 5 and 8, as they were.
+      ${MESSAGE_INDEXES}
+      CREATE UNIQUE INDEX receipt_events_id ON receipt_events (account_id, id);
+      CREATE INDEX receipt_events_prune ON receipt_events (message_created_at);
+      CREATE INDEX receipt_events_message ON receipt_events (account_id, message_id, seq);
+      CREATE UNIQUE INDEX deliveries_id ON deliveries (account_id, id);
+      CREATE INDEX deliveries_account_due ON deliveries (account_id, next_attempt_at, seq) WHERE state = 'pending';
+      CREATE INDEX deliveries_due ON deliveries (next_attempt_at, seq) WHERE state = 'pending';
+      CREATE INDEX deliveries_recipient ON deliveries (account_id, message_id, recipient, seq);
+      CREATE INDEX deliveries_state ON deliveries (account_id, state, seq);
+      CREATE INDEX deliveries_prune ON deliveries (message_created_at);
+      CREATE INDEX deliveries_dead ON deliveries (account_id) WHERE state = 'dead';
+      CREATE UNIQUE INDEX parked_receipts_fingerprint ON parked_receipts (account_id, fingerprint);
+      CREATE INDEX parked_receipts_message ON parked_receipts (account_id, message_id);
+      CREATE INDEX parked_receipts_age ON parked_receipts (parked_at);
+      CREATE UNIQUE INDEX parked_receipts_carrier ON parked_receipts (route, carrier_id, fingerprint);
+      CREATE INDEX carrier_ids_prune ON carrier_ids (created_at);
+    `,
+  },
 ];
 
 /**
@@ -354,13 +591,27 @@ export function migrate(db: Database): AppliedMigration[] {
     'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
   );
   const done: AppliedMigration[] = [];
-  for (const migration of MIGRATIONS) {
-    db.transaction(() => {
-      if (applied.get(migration.version)) return;
-      db.exec(migration.sql);
-      record.run(migration.version, migration.name, Date.now());
-      done.push({ version: migration.version, name: migration.name });
-    }).immediate();
+  // SQLite's way to rebuild tables (https://sqlite.org/lang_altertable.html#otheralter): foreign keys off
+  // while tables are dropped and renamed (the pragma cannot change inside a transaction), then every key
+  // checked before the step commits, so no step leaves a broken reference behind.
+  const enforcing = db.pragma('foreign_keys', { simple: true }) === 1;
+  if (enforcing) db.pragma('foreign_keys = OFF');
+  try {
+    for (const migration of MIGRATIONS) {
+      db.transaction(() => {
+        if (applied.get(migration.version)) return;
+        db.exec(migration.sql);
+        const broken = db.pragma('foreign_key_check') as { table: string; parent: string }[];
+        if (broken.length > 0)
+          throw new Error(
+            `migration ${migration.version} left ${broken.length} rows of ${broken[0]?.table} without their ${broken[0]?.parent}`,
+          );
+        record.run(migration.version, migration.name, Date.now());
+        done.push({ version: migration.version, name: migration.name });
+      }).immediate();
+    }
+  } finally {
+    if (enforcing) db.pragma('foreign_keys = ON');
   }
   return done;
 }

@@ -3,6 +3,7 @@ import type { ReceiptEvent, StoredReceiptEvent } from '../../domain/deliveries/e
 import * as rules from '../../domain/deliveries/rules.js';
 import { itemJsonOf, itemOf } from '../event-item.js';
 import type { ClaimedDelivery, ClaimRequest, DeliveryListQuery } from '../store.js';
+import { refOf } from './account-ref.js';
 import type { Prepared } from './database.js';
 import {
   type AttemptRow,
@@ -62,7 +63,10 @@ const RECIPIENT_LEASE = `(SELECT max(b.lease_until) FROM deliveries b
    WHERE b.account_id = d.account_id AND b.message_id = d.message_id AND b.recipient = d.recipient
      AND b.seq <> d.seq) AS recipient_lease_until`;
 
-const PENDING_COLUMNS = `d.account_id, d.seq, d.message_id, d.recipient, d.next_attempt_at, d.created_at,
+/** `account`: the parameter the statement selects the account by, which every row belongs to. */
+const pendingColumns = (
+  account: string,
+) => `${account} AS account_id, d.seq, d.message_id, d.recipient, d.next_attempt_at, d.created_at,
   d.lease_until, ${RECIPIENT_LEASE}`;
 
 /** Whether a newer delivery of d's recipient exists (redeliver.ts). */
@@ -79,38 +83,38 @@ export function prepareOutbox(db: Database) {
   const listStatement = (byState: boolean) =>
     prepare<[{ account: string; state: string | null; before: number; limit: number }], DeliveryRow>(
       `SELECT ${DELIVERY_COLUMNS} ${FROM_DELIVERIES}
-       WHERE d.account_id = @account ${byState ? 'AND d.state = @state' : ''} AND d.seq < @before
+       WHERE d.account_id = ${refOf('@account')} ${byState ? 'AND d.state = @state' : ''} AND d.seq < @before
        ORDER BY d.seq DESC LIMIT @limit`,
     );
   return {
     events: prepare<[string, number, number], EventRow>(
       `SELECT ${EVENT_COLUMNS} FROM receipt_events
-       WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+       WHERE account_id = ${refOf('?')} AND seq > ? ORDER BY seq LIMIT ?`,
     ),
     // Accounts with callbacks on and something due: each is then asked for its own oldest due deliveries.
     dueAccounts: prepare<[{ now: number }], AccountCallbackRow>(
       `SELECT a.id AS account_id, a.callback_url, a.callback_secret, a.previous_callback_secret,
          a.previous_callback_secret_until
-       FROM accounts a
+       FROM accounts a JOIN account_refs r ON r.id = a.id
        WHERE a.callback_url IS NOT NULL AND a.callback_enabled
          AND EXISTS (
            SELECT 1 FROM deliveries d INDEXED BY deliveries_account_due
-           WHERE d.account_id = a.id AND d.state = 'pending' AND d.next_attempt_at <= @now)`,
+           WHERE d.account_id = r.ref AND d.state = 'pending' AND d.next_attempt_at <= @now)`,
     ),
     // An account's oldest due, unleased deliveries, pre-selected on the index for claim-policy.ts to choose from.
     candidates: prepare<[{ account: string; now: number; limit: number }], CandidateRow>(
-      `SELECT ${PENDING_COLUMNS}, d.id, d.attempts, e.item
+      `SELECT ${pendingColumns('@account')}, d.id, d.attempts, e.item
        ${FROM_DELIVERIES.replace('deliveries d', 'deliveries d INDEXED BY deliveries_account_due')}
-       WHERE d.account_id = @account AND d.state = 'pending' AND d.next_attempt_at <= @now
+       WHERE d.account_id = ${refOf('@account')} AND d.state = 'pending' AND d.next_attempt_at <= @now
          AND (d.lease_until IS NULL OR d.lease_until <= @now)
        ORDER BY d.next_attempt_at, d.seq
        LIMIT @limit`,
     ),
     claimState: prepare<[string, string], { state: rules.DeliveryState; lease: string | null }>(
-      'SELECT state, lease FROM deliveries WHERE account_id = ? AND id = ?',
+      `SELECT state, lease FROM deliveries WHERE account_id = ${refOf('?')} AND id = ?`,
     ),
     lease: prepare<[string, number, string, number]>(
-      'UPDATE deliveries SET lease = ?, lease_until = ? WHERE account_id = ? AND seq = ?',
+      `UPDATE deliveries SET lease = ?, lease_until = ? WHERE account_id = ${refOf('?')} AND seq = ?`,
     ),
     finish: prepare<
       [
@@ -131,7 +135,7 @@ export function prepareOutbox(db: Database) {
       `UPDATE deliveries SET
          attempts = attempts + 1, state = @state, next_attempt_at = @next, lease = NULL, lease_until = NULL,
          last_at = @at, last_http_status = @status, last_error = @error, last_duration_ms = @duration
-       WHERE account_id = @account AND id = @id AND lease = @lease
+       WHERE account_id = ${refOf('@account')} AND id = @id AND lease = @lease
        RETURNING seq`,
     ),
     // Numbered within the delivery's whole log: `attempts` restarts at a redelivery, the log does not.
@@ -148,27 +152,27 @@ export function prepareOutbox(db: Database) {
       ]
     >(
       `INSERT INTO delivery_attempts (account_id, seq, n, at, http_status, error, duration_ms)
-       SELECT @account, @seq, coalesce(max(n), 0) + 1, @at, @status, @error, @duration
-       FROM delivery_attempts WHERE account_id = @account AND seq = @seq`,
+       SELECT ${refOf('@account')}, @seq, coalesce(max(n), 0) + 1, @at, @status, @error, @duration
+       FROM delivery_attempts WHERE account_id = ${refOf('@account')} AND seq = @seq`,
     ),
     disableCallbacks: prepare<[string]>('UPDATE accounts SET callback_enabled = 0 WHERE id = ?'),
     release: prepare<[number, string, string, string]>(
       `UPDATE deliveries SET lease = NULL, lease_until = NULL,
          next_attempt_at = CASE WHEN state = 'pending' THEN ? ELSE NULL END
-       WHERE account_id = ? AND id = ? AND lease = ?`,
+       WHERE account_id = ${refOf('?')} AND id = ? AND lease = ?`,
     ),
     // Paused deliveries (callbacks off) are never due, so only accounts with callbacks on are looked at, each
     // on its own slice of the index: a paused backlog, however long, costs nothing here.
     pendingAccounts: prepare<[], { account_id: string }>(
-      `SELECT a.id AS account_id FROM accounts a
+      `SELECT a.id AS account_id FROM accounts a JOIN account_refs r ON r.id = a.id
        WHERE a.callback_url IS NOT NULL AND a.callback_enabled
          AND EXISTS (SELECT 1 FROM deliveries d INDEXED BY deliveries_account_due
-                     WHERE d.account_id = a.id AND d.state = 'pending')`,
+                     WHERE d.account_id = r.ref AND d.state = 'pending')`,
     ),
-    earliestPending: prepare<[string, number], PendingRow>(
-      `SELECT ${PENDING_COLUMNS} FROM deliveries d INDEXED BY deliveries_account_due
-       WHERE d.account_id = ? AND d.state = 'pending'
-       ORDER BY d.next_attempt_at, d.seq LIMIT ?`,
+    earliestPending: prepare<[{ account: string; limit: number }], PendingRow>(
+      `SELECT ${pendingColumns('@account')} FROM deliveries d INDEXED BY deliveries_account_due
+       WHERE d.account_id = ${refOf('@account')} AND d.state = 'pending'
+       ORDER BY d.next_attempt_at, d.seq LIMIT @limit`,
     ),
     stats: prepare<[], { pending: number; dead: number; parked: number }>(
       `SELECT (SELECT count(*) FROM deliveries INDEXED BY deliveries_due WHERE state = 'pending') AS pending,
@@ -178,30 +182,30 @@ export function prepareOutbox(db: Database) {
     list: listStatement(false),
     listByState: listStatement(true),
     delivery: prepare<[string, string], DeliveryRow>(
-      `SELECT ${DELIVERY_COLUMNS} ${FROM_DELIVERIES} WHERE d.account_id = ? AND d.id = ?`,
+      `SELECT ${DELIVERY_COLUMNS} ${FROM_DELIVERIES} WHERE d.account_id = ${refOf('?')} AND d.id = ?`,
     ),
     messageEvents: prepare<[string, string], EventRow>(
       `SELECT ${EVENT_COLUMNS} FROM receipt_events
-       WHERE account_id = ? AND message_id = ? ORDER BY seq`,
+       WHERE account_id = ${refOf('?')} AND message_id = ? ORDER BY seq`,
     ),
     // INDEXED BY: left to itself, SQLite walks the account's deliveries in seq order to skip the sort.
     messageDeliveries: prepare<[string, string], DeliveryRow>(
       `SELECT ${DELIVERY_COLUMNS} FROM deliveries d INDEXED BY deliveries_recipient
          JOIN receipt_events e ON e.account_id = d.account_id AND e.seq = d.seq
-       WHERE d.account_id = ? AND d.message_id = ? ORDER BY d.seq`,
+       WHERE d.account_id = ${refOf('?')} AND d.message_id = ? ORDER BY d.seq`,
     ),
     attempts: prepare<[string, number], AttemptRow>(
-      'SELECT at, http_status, error, duration_ms FROM delivery_attempts WHERE account_id = ? AND seq = ? ORDER BY n',
+      `SELECT at, http_status, error, duration_ms FROM delivery_attempts WHERE account_id = ${refOf('?')} AND seq = ? ORDER BY n`,
     ),
     redeliveryRow: prepare<[string, string], { seq: number; state: rules.DeliveryState; newer: number }>(
-      `SELECT d.seq, d.state, ${NEWER_OF_RECIPIENT} FROM deliveries d WHERE d.account_id = ? AND d.id = ?`,
+      `SELECT d.seq, d.state, ${NEWER_OF_RECIPIENT} FROM deliveries d WHERE d.account_id = ${refOf('?')} AND d.id = ?`,
     ),
     deadRows: prepare<[string], { seq: number; state: rules.DeliveryState; newer: number }>(
       `SELECT d.seq, d.state, ${NEWER_OF_RECIPIENT} FROM deliveries d INDEXED BY deliveries_dead
-       WHERE d.account_id = ? AND d.state = 'dead'`,
+       WHERE d.account_id = ${refOf('?')} AND d.state = 'dead'`,
     ),
     redeliver: prepare<[number, string, number]>(
-      `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = ? WHERE account_id = ? AND seq = ?`,
+      `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = ? WHERE account_id = ${refOf('?')} AND seq = ?`,
     ),
     accountCallbacks: prepare<[string], { callback_url: string | null; callback_enabled: number }>(
       'SELECT callback_url, callback_enabled FROM accounts WHERE id = ?',
@@ -220,21 +224,21 @@ export function prepareOutbox(db: Database) {
     >(
       `SELECT e.seq, e.message_id, e.recipient, e.recorded_at, d.state AS delivery
        FROM receipt_events e LEFT JOIN deliveries d ON d.account_id = e.account_id AND d.seq = e.seq
-       WHERE e.account_id = @account AND e.recorded_at >= @since
+       WHERE e.account_id = ${refOf('@account')} AND e.recorded_at >= @since
        UNION ALL
        SELECT d.seq, d.message_id, d.recipient, e.recorded_at, d.state
        ${FROM_DELIVERIES.replace('deliveries d', 'deliveries d INDEXED BY deliveries_account_due')}
-       WHERE d.account_id = @account AND d.state = 'pending' AND e.recorded_at < @since`,
+       WHERE d.account_id = ${refOf('@account')} AND d.state = 'pending' AND e.recorded_at < @since`,
     ),
     backfillQueue: prepare<[{ account: string; seq: number; now: number }]>(
       `INSERT INTO deliveries (account_id, seq, id, message_id, recipient, state, created_at, message_created_at,
          next_attempt_at)
        SELECT account_id, seq, id, message_id, recipient, 'pending', @now, message_created_at, @now
-       FROM receipt_events WHERE account_id = @account AND seq = @seq`,
+       FROM receipt_events WHERE account_id = ${refOf('@account')} AND seq = @seq`,
     ),
     supersedeOne: prepare<[string, number]>(
       `UPDATE deliveries SET state = 'superseded', next_attempt_at = NULL
-       WHERE account_id = ? AND seq = ? AND state = 'pending'`,
+       WHERE account_id = ${refOf('?')} AND seq = ? AND state = 'pending'`,
     ),
     pruneAttempts: prepare<[number]>(
       `DELETE FROM delivery_attempts WHERE (account_id, seq) IN (
@@ -350,7 +354,7 @@ export function finish(outbox: Outbox, claimed: ClaimedDelivery, outcome: rules.
 export function nextDue(outbox: Outbox, now: Date): Date | null {
   const candidates: rules.ClaimCandidate[] = [];
   for (const { account_id } of outbox.pendingAccounts.all()) {
-    for (const row of outbox.earliestPending.all(account_id, rules.NEXT_DUE_WINDOW))
+    for (const row of outbox.earliestPending.all({ account: account_id, limit: rules.NEXT_DUE_WINDOW }))
       candidates.push(candidateOf(row));
   }
   return rules.nextDue(candidates, now);

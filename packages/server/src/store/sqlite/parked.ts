@@ -7,6 +7,7 @@ import {
 } from '../../domain/ingest/plan-receipts.js';
 import type { CarrierReceiptInput, ReceiptInput } from '../../domain/ingest/precedence.js';
 import type { ParkedCarrierRow, ParkedRow } from '../rows.js';
+import { refOf } from './account-ref.js';
 import { preparer } from './database.js';
 import { type Columns, fromRow, parkedCarrierJson, parkedJson } from './rows.js';
 
@@ -16,11 +17,11 @@ export function prepareParked(db: Database.Database) {
   return {
     parkedOfIds: prepare<[{ account: string; ids: string; since: number }], ParkedRow<Columns>>(
       `SELECT ref, receipt, parked_at FROM parked_receipts
-       WHERE account_id = @account AND message_id IN (SELECT value FROM json_each(@ids)) AND parked_at >= @since`,
+       WHERE account_id = ${refOf('@account')} AND message_id IN (SELECT value FROM json_each(@ids)) AND parked_at >= @since`,
     ),
     park: prepare<[string, string, string, string, number]>(
       `INSERT INTO parked_receipts (account_id, message_id, fingerprint, receipt, parked_at)
-       VALUES (?, ?, ?, ?, ?)
+       VALUES (${refOf('?')}, ?, ?, ?, ?)
        -- A replay is parked once; its park time restarts, so a copy expired but not yet dropped comes back.
        ON CONFLICT (account_id, fingerprint) DO UPDATE SET parked_at = max(parked_at, excluded.parked_at)`,
     ),

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { comparePositions, positionOf, type StoredMessage } from '../../domain/records.js';
 import type { DlrRow, MessageRow } from '../rows.js';
 import type { HistoryQuery, QueryStore } from '../store.js';
+import { refOf } from './account-ref.js';
 import { isBusy } from './busy.js';
 import { type Prepared, preparer } from './database.js';
 import { type Columns, DLR_COLUMNS, fromRow, MESSAGE_COLUMNS } from './rows.js';
@@ -44,7 +45,7 @@ function historyStatement(
     : '';
   return db.prepare<[HistoryParams], MessageRow<Columns>>(
     `SELECT ${MESSAGE_COLUMNS} FROM messages INDEXED BY ${index}
-     WHERE account_id = @account AND ${where}${after}
+     WHERE account_id = ${refOf('@account')} AND ${where}${after}
      ORDER BY created_at DESC, id DESC, channel_user_id DESC
      LIMIT @limit`,
   );
@@ -64,23 +65,23 @@ export function prepareQueries(db: Database.Database) {
     // columns /dlr shows are read.
     dlrItems: prepare<[string, string], DlrRow<Columns> & { seq: number }>(
       `SELECT ${DLR_COLUMNS}, seq FROM messages
-       WHERE account_id = ? AND id = ? AND sms_status IS NOT NULL`,
+       WHERE account_id = ${refOf('?')} AND id = ? AND sms_status IS NOT NULL`,
     ),
     // Ordered in JavaScript, as findDlr is: SQLite's sorter costs more than the rows' lookups. The campaign
     // filter is a statement of its own rather than `(@campaign IS NULL OR …)` on every call.
     messagesByIds: prepare<[string, string], MessageRow<Columns>>(
       `SELECT ${MESSAGE_COLUMNS} FROM messages
-       WHERE account_id = ? AND id IN (SELECT value FROM json_each(?))`,
+       WHERE account_id = ${refOf('?')} AND id IN (SELECT value FROM json_each(?))`,
     ),
     messagesByIdsInCampaign: prepare<[string, string, string], MessageRow<Columns>>(
       `SELECT ${MESSAGE_COLUMNS} FROM messages
-       WHERE account_id = ? AND id IN (SELECT value FROM json_each(?)) AND campaign_id = ?`,
+       WHERE account_id = ${refOf('?')} AND id IN (SELECT value FROM json_each(?)) AND campaign_id = ?`,
     ),
     identity: prepare<[string, string, string], { contact_id: string }>(
-      'SELECT contact_id FROM identities WHERE account_id = ? AND channel = ? AND channel_user_id = ?',
+      `SELECT contact_id FROM identities WHERE account_id = ${refOf('?')} AND channel = ? AND channel_user_id = ?`,
     ),
     conversation: prepare<[string, string, string], { id: string }>(
-      'SELECT id FROM conversations WHERE account_id = ? AND contact_id = ? AND channel = ?',
+      `SELECT id FROM conversations WHERE account_id = ${refOf('?')} AND contact_id = ? AND channel = ?`,
     ),
     history: {
       conversation: history('conversation'),

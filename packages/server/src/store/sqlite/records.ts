@@ -3,6 +3,7 @@ import type { CarrierClaim, MessagePlan } from '../../domain/ingest/plan-message
 import { recordKey } from '../../domain/ingest/plan-messages.js';
 import type { StoredMessage } from '../../domain/records.js';
 import { type CarrierRow, carrierClaim, type MessageRow } from '../rows.js';
+import { idOfRef, refOf } from './account-ref.js';
 import { preparer } from './database.js';
 import {
   type Columns,
@@ -16,6 +17,9 @@ import {
   type SqlValue,
 } from './rows.js';
 
+/** A carrier pair's columns, its holder's account by id. */
+const CARRIER_COLUMNS = `route, carrier_id, ${idOfRef('account_id')} AS account_id, message_id, channel_user_id`;
+
 /**
  * The reads and writes of message records that ingest makes, inside the batch's transaction. The reads take
  * all of a batch's keys at once, as one JSON array: each key is still one search of the index named in its plan,
@@ -27,7 +31,7 @@ export function prepareRecords(db: Database.Database) {
   return {
     messagesByKeys: prepare<[{ account: string; keys: string }], MessageRow<Columns>>(
       `SELECT ${MESSAGE_COLUMNS} FROM messages
-       WHERE account_id = @account
+       WHERE account_id = ${refOf('@account')}
          AND (id, channel_user_id) IN (SELECT value ->> 0, value ->> 1 FROM json_each(@keys))`,
     ),
     lastMessageSeq: prepare<[string], { last_message_seq: number }>(
@@ -39,7 +43,7 @@ export function prepareRecords(db: Database.Database) {
     // (measured here: 48 against 33 µs per record). Positional, in NEW_MESSAGE_COLUMNS order.
     insertMessage: prepare<[SqlValue[]]>(
       `INSERT INTO messages (${NEW_MESSAGE_COLUMNS})
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       VALUES (${refOf('?')}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     // createdAt and the ingest sequence never change once a record exists.
     updateMessage: prepare<[MessageParams]>(
@@ -47,7 +51,7 @@ export function prepareRecords(db: Database.Database) {
          conversation_id = @conversation_id, campaign_id = @campaign_id, text = @text, content = @content,
          status = @status, sms_status = @sms_status, network = @network, price = @price, counts = @counts,
          dr_statuscode = @dr_statuscode, dr_errcode = @dr_errcode, dr_time = @dr_time
-       WHERE account_id = @account_id AND id = @id AND channel_user_id = @channel_user_id`,
+       WHERE account_id = ${refOf('@account_id')} AND id = @id AND channel_user_id = @channel_user_id`,
     ),
     // The outbound SMS recipients of a receipt batch's message ids, with the rowid that updateReceipt writes
     // them by (read in the same transaction, so it cannot have moved). Callers order each id's rows by `seq`.
@@ -56,7 +60,7 @@ export function prepareRecords(db: Database.Database) {
       MessageRow<Columns> & { seq: number; row: number }
     >(
       `SELECT ${MESSAGE_COLUMNS}, seq, rowid AS row FROM messages
-       WHERE account_id = @account AND id IN (SELECT value FROM json_each(@ids)) AND sms_status IS NOT NULL`,
+       WHERE account_id = ${refOf('@account')} AND id IN (SELECT value FROM json_each(@ids)) AND sms_status IS NOT NULL`,
     ),
     // A receipt changes only the SMS and receipt columns: text and content are never read back and rewritten.
     // By rowid, from recipientsOfIds: one search of the table rather than of the key index and then the table.
@@ -67,22 +71,22 @@ export function prepareRecords(db: Database.Database) {
     ),
     // Carrier pairs (CONTRACT §12 "Correlation"): by the pair (primary key), and by the recipient holding one.
     carriersOfPairs: prepare<[{ pairs: string }], CarrierRow>(
-      `SELECT route, carrier_id, account_id, message_id, channel_user_id FROM carrier_ids
+      `SELECT ${CARRIER_COLUMNS} FROM carrier_ids
        WHERE (route, carrier_id) IN (SELECT value ->> 0, value ->> 1 FROM json_each(@pairs))`,
     ),
     carriersOfRecords: prepare<[{ account: string; keys: string }], CarrierRow>(
-      `SELECT route, carrier_id, account_id, message_id, channel_user_id FROM carrier_ids
-       WHERE account_id = @account
+      `SELECT ${CARRIER_COLUMNS} FROM carrier_ids
+       WHERE account_id = ${refOf('@account')}
          AND (message_id, channel_user_id) IN (SELECT value ->> 0, value ->> 1 FROM json_each(@keys))`,
     ),
     holdersOnRoute: prepare<[{ route: string; ids: string }], CarrierRow>(
-      `SELECT route, carrier_id, account_id, message_id, channel_user_id FROM carrier_ids
+      `SELECT ${CARRIER_COLUMNS} FROM carrier_ids
        WHERE route = @route AND carrier_id IN (SELECT value FROM json_each(@ids))`,
     ),
     releaseCarrier: prepare<[string, string]>('DELETE FROM carrier_ids WHERE route = ? AND carrier_id = ?'),
     claimCarrier: prepare<[string, string, string, string, string, number]>(
       `INSERT INTO carrier_ids (route, carrier_id, account_id, message_id, channel_user_id, created_at)
-       VALUES (?, ?, ?, ?, ?, ?)`,
+       VALUES (?, ?, ${refOf('?')}, ?, ?, ?)`,
     ),
   };
 }

@@ -9,6 +9,7 @@ import {
   latencyOfMessages,
   type RollupSqlDialect,
 } from '../rollup-sql.js';
+import { refOf } from './account-ref.js';
 import { preparer } from './database.js';
 
 /** SQLite's day and elapsed time for store/rollup-sql.ts (`created_at` and `dr_time` are epoch ms). */
@@ -37,11 +38,11 @@ export function prepareRollup(db: Database.Database) {
   return {
     addCount: prepare<[string, number, string, string, string, string, number]>(
       `INSERT INTO review_counts (account_id, day, campaign_id, network, state, errcode, n)
-       VALUES (?, ?, ?, ?, ?, ?, ?)
+       VALUES (${refOf('?')}, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (account_id, day, campaign_id, network, state, errcode) DO UPDATE SET n = n + excluded.n`,
     ),
     addLatency: prepare<[string, number, string, number, number]>(
-      `INSERT INTO review_latency (account_id, day, campaign_id, bucket, n) VALUES (?, ?, ?, ?, ?)
+      `INSERT INTO review_latency (account_id, day, campaign_id, bucket, n) VALUES (${refOf('?')}, ?, ?, ?, ?)
        ON CONFLICT (account_id, day, campaign_id, bucket) DO UPDATE SET n = n + excluded.n`,
     ),
     pruneCounts: prepare<[number]>(addCounts(countsOfMessages(SQLITE_ROLLUP, 'messages', EXPIRED, -1))),
@@ -53,7 +54,7 @@ export function prepareRollup(db: Database.Database) {
       ReviewRows['counts'][number]
     >(
       `SELECT day, network, state, errcode, sum(n) AS n FROM review_counts
-       WHERE account_id = @account AND day BETWEEN @from AND @to
+       WHERE account_id = ${refOf('@account')} AND day BETWEEN @from AND @to
          AND (@campaign IS NULL OR campaign_id = @campaign)
        GROUP BY day, network, state, errcode HAVING sum(n) <> 0`,
     ),
@@ -62,7 +63,7 @@ export function prepareRollup(db: Database.Database) {
       ReviewRows['latency'][number]
     >(
       `SELECT bucket, sum(n) AS n FROM review_latency
-       WHERE account_id = @account AND day BETWEEN @from AND @to
+       WHERE account_id = ${refOf('@account')} AND day BETWEEN @from AND @to
          AND (@campaign IS NULL OR campaign_id = @campaign)
        GROUP BY bucket HAVING sum(n) <> 0`,
     ),

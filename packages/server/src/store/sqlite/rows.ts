@@ -11,7 +11,7 @@ import * as shared from '../rows.js';
 export type Columns = { time: number; json: string; flag: number };
 
 // Modules name the shared row types with these column types (`MessageRow<Columns>`); the outbox its own.
-export type DeliveryRow = shared.DeliveryRow<Columns> & { account_id: string };
+export type DeliveryRow = shared.DeliveryRow<Columns>;
 export type AttemptRow = shared.AttemptRow<Columns>;
 export type EventRow = shared.EventRow<Columns>;
 
@@ -24,7 +24,7 @@ export const { attempt: attemptFromRow, delivery: deliveryFromRow } = fromRow;
 export const ACCOUNT_COLUMNS = shared.ACCOUNT_COLUMNS;
 export const MESSAGE_COLUMNS = shared.MESSAGE_COLUMN_NAMES.join(', ');
 export const DLR_COLUMNS = shared.DLR_COLUMN_NAMES.join(', ');
-export const DELIVERY_COLUMNS = `d.account_id, ${shared.DELIVERY_COLUMNS}`;
+export const DELIVERY_COLUMNS = shared.DELIVERY_COLUMNS;
 export const EVENT_COLUMNS = shared.EVENT_COLUMNS;
 
 /** The named parameters of a message write (everything but the key, the sequence and createdAt). */
