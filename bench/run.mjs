@@ -6,6 +6,8 @@
 //   npm run bench -- dlr mode1 --database-url postgres://postgres@127.0.0.1:5432/waybill_bench
 //   npm run bench -- --quick               every scenario, small and short: CI's check that they all still run
 //   npm run bench -- dlr ingest --baseline-dist /tmp/old/packages/server/dist    two builds, alternately
+//     (with --baseline-database-url sqlite:/tmp/old/bench.db when the builds store data differently: the
+//     baseline then reads a dataset its own bench/datagen.mjs wrote, of the same size and seed)
 //   npm run bench -- intake-smpp intake-kannel --smpp-window 100      receipts from an SMSC and from Kannel
 //
 // The dataset is generated once (bench/lib/datagen.mjs; bench/datagen.mjs by hand) and kept in bench/.data/.
@@ -63,6 +65,7 @@ const { values: opts, positionals } = commandLine(
     workers: '2',
     'server-dist': serverDist,
     'baseline-dist': null,
+    'baseline-database-url': null,
     'access-log': 'on',
     'ingest-records': null,
     'intake-receipts': null,
@@ -147,6 +150,29 @@ const sqliteCacheMb =
     : null;
 const serverEnv = sqliteCacheMb ? { WAYBILL_SQLITE_CACHE_MB: String(sqliteCacheMb) } : {};
 const dataset = { databaseUrl: manifest.databaseUrl, pepper: manifest.pepper };
+/**
+ * The baseline build's dataset: the same one, or its own copy when the two builds store data differently. A
+ * copy must hold the same data (the same generator's size and seed): same counts, same ids asked for.
+ */
+const baselineDataset = (() => {
+  const url = opts['baseline-database-url'];
+  if (!url) return dataset;
+  const theirs = JSON.parse(readFileSync(manifestPathFor(url), 'utf8'));
+  for (const field of [
+    'recipients',
+    'records',
+    'events',
+    'key',
+    'secret',
+    'pepper',
+    'dlrIds',
+    'missingIds',
+  ]) {
+    if (JSON.stringify(theirs[field]) !== JSON.stringify(manifest[field]))
+      throw new Error(`${url} holds other data than ${manifest.databaseUrl} (${field} differs)`);
+  }
+  return { databaseUrl: theirs.databaseUrl, pepper: theirs.pepper };
+})();
 
 console.log(
   `# waybill bench, ${new Date().toISOString().slice(0, 16)}Z: ${os.cpus().length} × ${os.cpus()[0]?.model}, ` +
@@ -154,7 +180,8 @@ console.log(
     `# ${engine}, ${manifest.recipients.toLocaleString('en')} recipients (${manifest.records.toLocaleString('en')} ` +
     `records, ${manifest.events.toLocaleString('en')} events${sqliteCacheMb ? `, cache ${sqliteCacheMb} MB` : ''}); ${CONNECTIONS} connections, ${ROUNDS} round(s) of ` +
     `${DURATION_S} s (+${WARMUP_S} s warm-up); access log ${accessLog ? 'on' : 'off'}` +
-    (baselineDist ? `; baseline build ${baselineDist}` : ''),
+    (baselineDist ? `; baseline build ${baselineDist}` : '') +
+    (baselineDataset === dataset ? '' : ` on ${baselineDataset.databaseUrl}`),
 );
 
 const median = (xs) => {
@@ -221,7 +248,7 @@ if (readNames.length > 0) {
   });
   const baseline = baselineDist
     ? await startWaybill({
-        ...dataset,
+        ...baselineDataset,
         dist: baselineDist,
         accessLog,
         cpus: '0',
@@ -241,6 +268,13 @@ if (readNames.length > 0) {
       const scenario = READ_SCENARIOS[name];
       const paths = await scenario.requests(manifest, waybill.url);
       const requests = paths.map(({ path, headers }) => rawGet(path, headers));
+      // A baseline on its own dataset gets its own requests: a feed cursor is bound to its account's id.
+      const baselineRequests =
+        baseline && baselineDataset !== dataset
+          ? (await scenario.requests(manifest, baseline.url)).map(({ path, headers }) =>
+              rawGet(path, headers),
+            )
+          : requests;
       const body = await sampleBody(waybill.url, paths);
       const ceiling = await startCeiling({ body, cpus: '0', label: `ceiling-${name}` });
       const got = { waybill: [], ceiling: [], baseline: [], lean: [] };
@@ -266,7 +300,7 @@ if (readNames.length > 0) {
         for (let round = 0; round < ROUNDS; round++) {
           for (let i = 0; i < servers.length; i++) {
             const [key, server] = servers[(round + i) % servers.length];
-            got[key].push(await measure(loader, server, requests));
+            got[key].push(await measure(loader, server, key === 'baseline' ? baselineRequests : requests));
           }
         }
       } finally {
@@ -397,13 +431,15 @@ if (scenarios.includes('review')) {
 // Ingest through the operator API: each build on its own fresh copy of the dataset, alternately, --rounds times.
 if (scenarios.includes('ingest')) {
   const builds = [
-    { label: 'waybill', dist },
-    ...(baselineDist ? [{ label: 'baseline', dist: baselineDist }] : []),
+    { label: 'waybill', dist, databaseUrl: manifest.databaseUrl },
+    ...(baselineDist
+      ? [{ label: 'baseline', dist: baselineDist, databaseUrl: baselineDataset.databaseUrl }]
+      : []),
   ];
   const got = new Map(builds.map((b) => [b.label, []]));
   for (let round = 0; round < ROUNDS; round++) {
     for (const build of builds) {
-      const copy = await copyDatabase(manifest.databaseUrl, `ingest-${build.label}`);
+      const copy = await copyDatabase(build.databaseUrl, `ingest-${build.label}`);
       try {
         const server = await startWaybill({
           databaseUrl: copy,

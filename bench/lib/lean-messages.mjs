@@ -60,15 +60,16 @@ export function messagesRoutes(db, authenticate) {
   const firstPage = page(false);
   const nextPage = page(true);
 
-  function history(accountRef, query) {
+  function history(account, query) {
     const channel = query.get('channel')?.toUpperCase();
     const channelUserId = query.get('channelUserId');
     if (!channel || !channelUserId) return [400, { detail: 'the lean reference knows channelUserId only' }];
     const size = Number(query.get('size') ?? 20);
-    const found = conversation.get(accountRef, channel, channelUserId);
+    const found = conversation.get(account.ref, channel, channelUserId);
     if (!found) return [200, { messages: [], nextCursor: null, hasMore: false }];
-    const binding = [accountRef, found.contact_id, channel, null];
-    const params = { account: accountRef, conversation: found.id, limit: size + 1 };
+    // The cursor is bound to the account's id, as Waybill's is; the rows are keyed by its ref.
+    const binding = [account.id, found.contact_id, channel, null];
+    const params = { account: account.ref, conversation: found.id, limit: size + 1 };
     const cursor = query.get('cursor');
     let rows;
     if (cursor) {
@@ -100,7 +101,7 @@ export function messagesRoutes(db, authenticate) {
     if (!account) return [401, { detail: 'invalid credentials' }];
     if (query.has('campaignId')) return [400, { detail: 'the lean reference knows no campaignId' }];
     const ids = query.get('messageIds');
-    if (ids === null) return history(account.ref, query);
+    if (ids === null) return history(account, query);
     const messages = byIds.all(account.ref, JSON.stringify(ids.split(','))).map(record);
     return [200, envelope ? { messages, nextCursor: null, hasMore: false } : messages];
   };
