@@ -96,6 +96,20 @@ describe('SQLite query plans', () => {
     );
   });
 
+  // Events and deliveries are WITHOUT ROWID: their primary key (account, seq) is the table, and a planner left
+  // to itself walks it in seq order rather than search the narrower index.
+  it('lists a state’s deliveries, a message’s events and a recipient’s leases through their own indexes', () => {
+    expect(all.get('outbox.listByState')).toMatch(
+      /deliveries_state \(account_id=\? AND state=\? AND seq<\?\)/,
+    );
+    expect(all.get('outbox.messageEvents')).toMatch(
+      /receipt_events_message \(account_id=\? AND message_id=\?\)/,
+    );
+    expect(all.get('outbox.candidates')).toMatch(
+      /SEARCH b USING INDEX deliveries_recipient \(account_id=\? AND message_id=\? AND recipient=\?\)/,
+    );
+  });
+
   it('reads the review rollup by account and day range, and prunes it through the history index', () => {
     expect(all.get('rollup.counts')).toMatch(
       /review_counts USING PRIMARY KEY \(account_id=\? AND day>\? AND day<\?\)/,

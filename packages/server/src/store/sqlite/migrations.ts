@@ -350,6 +350,9 @@ export const MIGRATIONS: readonly Migration[] = [
         INSERT INTO account_refs (id) VALUES (new.id) ON CONFLICT (id) DO NOTHING;
       END;
 
+      -- Receipt events and deliveries become WITHOUT ROWID: their primary key (account, seq) is the table, as it
+      -- is for every other narrow table here, so each row is one B-tree entry fewer to write and to store.
+      --
       -- Each table is rebuilt with the ref in place of the id, under a new name, then swapped in: children
       -- are dropped before their parents and renamed after them, so the foreign keys (checked at the end,
       -- migrate()) follow the new tables. A row of an account no longer in accounts (none should exist:
@@ -427,10 +430,10 @@ export const MIGRATIONS: readonly Migration[] = [
         message_created_at INTEGER NOT NULL,
         item TEXT NOT NULL,
         PRIMARY KEY (account_id, seq)
-      ) STRICT;
+      ) WITHOUT ROWID, STRICT;
       INSERT INTO receipt_events_v9
         SELECT r.ref, t.seq, t.id, t.message_id, t.recipient, t.recorded_at, t.message_created_at, t.item
-        FROM receipt_events t JOIN account_refs r ON r.id = t.account_id ORDER BY t.rowid;
+        FROM receipt_events t JOIN account_refs r ON r.id = t.account_id ORDER BY 1, 2;
 
       CREATE TABLE deliveries_v9 (
         account_id INTEGER NOT NULL,
@@ -450,12 +453,12 @@ export const MIGRATIONS: readonly Migration[] = [
         last_error TEXT,
         last_duration_ms INTEGER,
         PRIMARY KEY (account_id, seq)
-      ) STRICT;
+      ) WITHOUT ROWID, STRICT;
       INSERT INTO deliveries_v9
         SELECT r.ref, t.seq, t.id, t.message_id, t.recipient, t.state, t.attempts, t.created_at,
           t.message_created_at, t.next_attempt_at, t.lease, t.lease_until, t.last_at, t.last_http_status,
           t.last_error, t.last_duration_ms
-        FROM deliveries t JOIN account_refs r ON r.id = t.account_id ORDER BY t.rowid;
+        FROM deliveries t JOIN account_refs r ON r.id = t.account_id ORDER BY 1, 2;
 
       CREATE TABLE delivery_attempts_v9 (
         account_id INTEGER NOT NULL,

@@ -58,8 +58,11 @@ const candidateOf = <R extends PendingRow>(row: R): rules.ClaimCandidate & { row
   row,
 });
 
-/** The latest lease end among the other deliveries of d's recipient (deliveries_recipient). */
-const RECIPIENT_LEASE = `(SELECT max(b.lease_until) FROM deliveries b
+/**
+ * The latest lease end among the other deliveries of d's recipient. INDEXED BY: with the primary key as the
+ * table (WITHOUT ROWID), the planner would otherwise walk the account's deliveries by (account_id, seq).
+ */
+const RECIPIENT_LEASE = `(SELECT max(b.lease_until) FROM deliveries b INDEXED BY deliveries_recipient
    WHERE b.account_id = d.account_id AND b.message_id = d.message_id AND b.recipient = d.recipient
      AND b.seq <> d.seq) AS recipient_lease_until`;
 
@@ -80,9 +83,11 @@ const FROM_DELIVERIES =
 export function prepareOutbox(db: Database) {
   const prepare = <P extends unknown[] = [], R = unknown>(sql: string): Prepared<P, R> =>
     db.prepare<P, R>(sql);
+  // INDEXED BY for a state: the planner would otherwise walk the primary key and skip every other state.
+  const byStateFrom = FROM_DELIVERIES.replace('deliveries d', 'deliveries d INDEXED BY deliveries_state');
   const listStatement = (byState: boolean) =>
     prepare<[{ account: string; state: string | null; before: number; limit: number }], DeliveryRow>(
-      `SELECT ${DELIVERY_COLUMNS} ${FROM_DELIVERIES}
+      `SELECT ${DELIVERY_COLUMNS} ${byState ? byStateFrom : FROM_DELIVERIES}
        WHERE d.account_id = ${refOf('@account')} ${byState ? 'AND d.state = @state' : ''} AND d.seq < @before
        ORDER BY d.seq DESC LIMIT @limit`,
     );
@@ -184,8 +189,9 @@ export function prepareOutbox(db: Database) {
     delivery: prepare<[string, string], DeliveryRow>(
       `SELECT ${DELIVERY_COLUMNS} ${FROM_DELIVERIES} WHERE d.account_id = ${refOf('?')} AND d.id = ?`,
     ),
+    // INDEXED BY, as RECIPIENT_LEASE: not the account's whole primary-key range.
     messageEvents: prepare<[string, string], EventRow>(
-      `SELECT ${EVENT_COLUMNS} FROM receipt_events
+      `SELECT ${EVENT_COLUMNS} FROM receipt_events INDEXED BY receipt_events_message
        WHERE account_id = ${refOf('?')} AND message_id = ? ORDER BY seq`,
     ),
     // INDEXED BY: left to itself, SQLite walks the account's deliveries in seq order to skip the sort.
