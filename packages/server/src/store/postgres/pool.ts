@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { StoreUnavailableError } from '../store.js';
 import { hostName, needsResolver, type PgHost, parseDatabaseUrl } from './connection-string.js';
 import { callDeadline, DeadlineError, isUnavailable } from './deadline.js';
 import { acceptable, HostResolver } from './host-resolver.js';
@@ -330,7 +331,8 @@ export async function withClient<T>(pool: pg.Pool, work: (client: pg.PoolClient)
 /**
  * Runs `work` in a READ COMMITTED transaction on one connection of `pool`. The body returns whether to commit;
  * it may return {@link RETRY} when it lost a race (an `ON CONFLICT DO NOTHING` that did nothing), and
- * serialization failures and deadlocks are retried too, each time from scratch with a short random pause.
+ * serialization failures and deadlocks are retried too, each time from scratch with a short random pause. The
+ * body is told which attempt it runs (1 first), so that a retry can take a stronger lock than a first attempt.
  *
  * Inside a store call (see deadline.ts) the whole of it, every attempt and every statement and the wait for a
  * connection included, ends by the call's deadline: the connection is destroyed then, so the server rolls the
@@ -340,7 +342,7 @@ export async function withClient<T>(pool: pg.Pool, work: (client: pg.PoolClient)
  */
 export async function inTransaction<T>(
   pool: pg.Pool,
-  work: (client: pg.PoolClient) => Promise<TransactionResult<T> | typeof RETRY>,
+  work: (client: pg.PoolClient, attempt: number) => Promise<TransactionResult<T> | typeof RETRY>,
 ): Promise<T> {
   const deadline = callDeadline.getStore();
   for (let attempt = 1; ; attempt++) {
@@ -349,7 +351,7 @@ export async function inTransaction<T>(
     let broken: Error | undefined;
     try {
       await client.query('BEGIN');
-      const result = await work(client);
+      const result = await work(client, attempt);
       if (result === RETRY) {
         await client.query('ROLLBACK');
       } else {
@@ -380,8 +382,10 @@ export async function inTransaction<T>(
       // Passing an error destroys the connection rather than returning a half-open transaction to the pool.
       taken.release(broken);
     }
+    // Contention that outlasted the retries is answered as the rule for 40001 and 40P01 says (deadline.ts
+    // isUnavailable): 503 with Retry-After, which a client's retry a moment later gets through; not a 500.
     if (attempt >= MAX_ATTEMPTS)
-      throw new Error(`transaction still contended after ${MAX_ATTEMPTS} attempts`);
+      throw new StoreUnavailableError(`the transaction was still contended after ${MAX_ATTEMPTS} attempts`);
     const pause = Math.random() * 10 * attempt;
     if (deadline !== undefined && Date.now() + pause >= deadline) {
       throw new DeadlineError('the transaction was still contended at the deadline');
