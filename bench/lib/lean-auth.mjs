@@ -30,7 +30,7 @@ export function credentials(query, authorization) {
   return key && secret ? { key, secret } : null;
 }
 
-/** `authenticate(key, secret)`: the account ({ id }) the credentials name, or null. */
+/** `authenticate(key, secret)`: the account ({ id, ref }) the credentials name, or null. */
 export function authenticator(db) {
   // With the account's integer ref, which its rows are keyed by (store/sqlite/account-ref.ts).
   const accountByKey = db.prepare(
