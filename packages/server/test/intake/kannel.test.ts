@@ -5,7 +5,13 @@ import { loadConfig } from '../../src/config.js';
 import { type Receiver, startReceiver, waitFor } from '../callbacks/receiver.js';
 import { engines } from '../support/engines.js';
 import { type CreatedAccount, type Harness, PEPPER, START, startHarness } from '../support/http.js';
-import { documentedDlrUrls, type Kannel, kannelTestsEnabled, startKannel } from '../support/kannel.js';
+import {
+  documentedDlrUrls,
+  type Kannel,
+  kannelTestsEnabled,
+  START_MS,
+  startKannel,
+} from '../support/kannel.js';
 import { Smsc, type Submitted, smppDate } from './smsc.js';
 
 /**
@@ -60,7 +66,7 @@ describe.skipIf(!kannelTestsEnabled())('Kannel 1.4.5 fetching its dlr-url from W
     smsc = new Smsc();
     const port = await smsc.listen();
     kannel = await startKannel(port);
-  }, 60_000);
+  }, START_MS);
 
   afterAll(async () => {
     await kannel?.stop();

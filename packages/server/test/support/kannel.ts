@@ -113,6 +113,13 @@ export interface Kannel {
 }
 
 /** Starts bearerbox and smsbox bound to the SMSC at 127.0.0.1:`smscPort`; resolves once the SMSC link is online. */
+/** How long one readiness probe of a box may take. */
+const PROBE_MS = 2_000;
+/** How long the boxes may take to be ready; a start that fails stops them (up to 5 s a box) and throws. */
+const READY_MS = 60_000;
+/** What a caller's hook should allow `startKannel`: readiness, then the stop of a failed start. */
+export const START_MS = READY_MS + 15_000;
+
 export async function startKannel(smscPort: number): Promise<Kannel> {
   if (KANNEL_DIR === null) throw new Error('Kannel is not installed (apt-get install kannel kannel-extras)');
   const dir = await mkdtemp(join(tmpdir(), 'waybill-kannel-'));
@@ -170,12 +177,16 @@ export async function startKannel(smscPort: number): Promise<Kannel> {
       child.stderr?.on('data', keep);
     };
     const sendsmsUrl = `http://127.0.0.1:${sendsmsPort}`;
+    // Every probe is bounded: a box that takes the connection but never answers (seen on a loaded machine)
+    // must fail the probe, not hang the start past its caller's timeout with the boxes left running.
+    const probe = (url: string) => fetch(url, { signal: AbortSignal.timeout(PROBE_MS) });
     const status = async () => {
-      const res = await fetch(`http://127.0.0.1:${adminPort}/status.txt?password=${password}`);
+      const res = await probe(`http://127.0.0.1:${adminPort}/status.txt?password=${password}`);
       return res.text();
     };
+    // One deadline for the whole start, within the START_MS that callers give it.
+    const deadline = Date.now() + READY_MS;
     const until = async (what: string, ready: () => Promise<boolean>) => {
-      const deadline = Date.now() + 30_000;
       for (;;) {
         const exited = children.find((c) => c.exitCode !== null);
         if (exited) throw new Error(`a Kannel box exited with ${exited.exitCode}:\n${await logs()}`);
@@ -190,7 +201,7 @@ export async function startKannel(smscPort: number): Promise<Kannel> {
     start('smsbox');
     // Ready: bearerbox's SMSC link is bound, and smsbox's sendsms interface answers.
     await until('the SMSC link', async () => /\(online /.test(await status()));
-    await until('smsbox', async () => (await fetch(`${sendsmsUrl}/cgi-bin/sendsms`)).status > 0);
+    await until('smsbox', async () => (await probe(`${sendsmsUrl}/cgi-bin/sendsms`)).status > 0);
     const user = {
       username: documentedSetting('sendsms-user', 'username'),
       password: documentedSetting('sendsms-user', 'password'),
