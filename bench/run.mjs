@@ -157,6 +157,8 @@ const dataset = { databaseUrl: manifest.databaseUrl, pepper: manifest.pepper };
 const baselineDataset = (() => {
   const url = opts['baseline-database-url'];
   if (!url) return dataset;
+  if (!existsSync(manifestPathFor(url)))
+    throw new Error(`${url} has no manifest: write it with the baseline's own bench/datagen.mjs`);
   const theirs = JSON.parse(readFileSync(manifestPathFor(url), 'utf8'));
   for (const field of [
     'recipients',

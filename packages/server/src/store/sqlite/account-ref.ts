@@ -1,7 +1,7 @@
 /**
  * On SQLite every table of an account's data (its records, receipt events, deliveries, parked receipts,
  * carrier pairs and review rollup) keys the account by a small integer, its ref in `account_refs`, instead of
- * its 36-character id: the id was in every row and every index entry, about a fifth of the file
+ * its 36-character id: the id was in every row and every index entry, 27% of the file
  * (docs/benchmarks.md, "Sixth pass"). The service speaks ids; these two pieces of SQL translate at the
  * statement's edge, so the translation is one indexed read per execution and no process keeps a cache that
  * another could make stale. `accounts` itself and `console_sessions` (whose foreign key removes a deleted

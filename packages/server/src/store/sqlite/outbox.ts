@@ -77,17 +77,18 @@ const NEWER_OF_RECIPIENT = `EXISTS (SELECT 1 FROM deliveries n
    WHERE n.account_id = d.account_id AND n.message_id = d.message_id AND n.recipient = d.recipient
      AND n.seq > d.seq) AS newer`;
 
-const FROM_DELIVERIES =
-  'FROM deliveries d JOIN receipt_events e ON e.account_id = d.account_id AND e.seq = d.seq';
+/** Deliveries with their events; `index` pins the deliveries' side to that index. */
+const fromDeliveries = (index?: string) =>
+  `FROM deliveries d${index ? ` INDEXED BY ${index}` : ''} JOIN receipt_events e ON e.account_id = d.account_id AND e.seq = d.seq`;
+const FROM_DELIVERIES = fromDeliveries();
 
 export function prepareOutbox(db: Database) {
   const prepare = <P extends unknown[] = [], R = unknown>(sql: string): Prepared<P, R> =>
     db.prepare<P, R>(sql);
-  // INDEXED BY for a state: the planner would otherwise walk the primary key and skip every other state.
-  const byStateFrom = FROM_DELIVERIES.replace('deliveries d', 'deliveries d INDEXED BY deliveries_state');
   const listStatement = (byState: boolean) =>
     prepare<[{ account: string; state: string | null; before: number; limit: number }], DeliveryRow>(
-      `SELECT ${DELIVERY_COLUMNS} ${byState ? byStateFrom : FROM_DELIVERIES}
+      // INDEXED BY for a state: the planner would otherwise walk the primary key and skip every other state.
+      `SELECT ${DELIVERY_COLUMNS} ${byState ? fromDeliveries('deliveries_state') : FROM_DELIVERIES}
        WHERE d.account_id = ${refOf('@account')} ${byState ? 'AND d.state = @state' : ''} AND d.seq < @before
        ORDER BY d.seq DESC LIMIT @limit`,
     );
@@ -109,7 +110,7 @@ export function prepareOutbox(db: Database) {
     // An account's oldest due, unleased deliveries, pre-selected on the index for claim-policy.ts to choose from.
     candidates: prepare<[{ account: string; now: number; limit: number }], CandidateRow>(
       `SELECT ${pendingColumns('@account')}, d.id, d.attempts, e.item
-       ${FROM_DELIVERIES.replace('deliveries d', 'deliveries d INDEXED BY deliveries_account_due')}
+       ${fromDeliveries('deliveries_account_due')}
        WHERE d.account_id = ${refOf('@account')} AND d.state = 'pending' AND d.next_attempt_at <= @now
          AND (d.lease_until IS NULL OR d.lease_until <= @now)
        ORDER BY d.next_attempt_at, d.seq
@@ -233,7 +234,7 @@ export function prepareOutbox(db: Database) {
        WHERE e.account_id = ${refOf('@account')} AND e.recorded_at >= @since
        UNION ALL
        SELECT d.seq, d.message_id, d.recipient, e.recorded_at, d.state
-       ${FROM_DELIVERIES.replace('deliveries d', 'deliveries d INDEXED BY deliveries_account_due')}
+       ${fromDeliveries('deliveries_account_due')}
        WHERE d.account_id = ${refOf('@account')} AND d.state = 'pending' AND e.recorded_at < @since`,
     ),
     backfillQueue: prepare<[{ account: string; seq: number; now: number }]>(
