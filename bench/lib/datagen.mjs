@@ -25,7 +25,8 @@
 // dropped (recreated from their sqlite_master text). The main thread writes every message record, in one
 // transaction, a chunk at a time in primary-key order; a helper thread runs the same generator and writes the
 // receipt events, contacts, identities and conversations (with their indexes) into a side file, which is copied
-// in by SQLite's transfer optimization. Then the account's last_message_seq / last_event_seq, the review rollup
+// in by SQLite's transfer optimization; the events, which name their record by its ref, are joined to the records
+// as they are copied. Then the account's last_message_seq / last_event_seq, the review rollup
 // (migration 7's backfill), WAL mode back on,
 // and the checks. PostgreSQL: see datagen-pg.mjs.
 import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -569,10 +570,17 @@ const SLOT = 2 ** 20;
 const ROWS_PER_INSERT = 64;
 
 const MESSAGE_COLUMNS =
-  'account_id, seq, created_at, id, channel, direction, contact_id, channel_user_id, conversation_id, ' +
+  'account_id, seq, created_at, id, channel, direction, channel_user_id, conversation_ref, ' +
   'campaign_id, text, content, status, sms_status, network, price, counts, dr_statuscode, dr_errcode, dr_time';
 /** Tables the helper thread fills in a side file; the main thread then copies them whole. */
-const HELPER_TABLES = ['receipt_events', 'contacts', 'identities', 'conversations'];
+const HELPER_TABLES = ['contacts', 'identities', 'conversations'];
+/**
+ * The helper's receipt events, by message id and number: their table names the record by its ref
+ * (store/sqlite/record-refs.ts), which only the main thread's writes give, so they are joined to the records
+ * when copied.
+ */
+const EVENT_ROWS = `CREATE TABLE event_rows (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, message_id TEXT NOT NULL,
+  recipient TEXT NOT NULL, recorded_at INTEGER NOT NULL, message_created_at INTEGER NOT NULL, item TEXT NOT NULL)`;
 
 /**
  * What a connection loading in bulk runs with: no journal, no syncs, no foreign-key checks, a big cache.
@@ -636,24 +644,33 @@ function sqliteSink(db, accountRef, { messages, others }) {
   const account = String(accountRef);
   const noop = () => {};
   const sink = { events: others, written: 0 };
+  // Each conversation's ref (store/sqlite/record-refs.ts), given in the order the generator creates them:
+  // both threads run the same generator, so the records the main thread writes name the refs of the
+  // conversations the helper thread writes.
+  const conversationRefs = new Map();
+  const refOfConversation = (id) => conversationRefs.get(id);
+  sink.conversation = (_contactId, _channel, id) => conversationRefs.set(id, conversationRefs.size + 1);
   if (others) {
     const contact = db.prepare(`INSERT INTO contacts (account_id, id) VALUES (${account}, ?)`);
     const identity = db.prepare(
       `INSERT INTO identities (account_id, channel, channel_user_id, contact_id) VALUES (${account}, ?, ?, ?)`,
     );
     const conversation = db.prepare(
-      `INSERT INTO conversations (account_id, contact_id, channel, id) VALUES (${account}, ?, ?, ?)`,
+      `INSERT INTO conversations (ref, account_id, contact_id, channel, id) VALUES (?, ${account}, ?, ?, ?)`,
     );
     const events = batchInsert(
       db,
-      'INSERT INTO receipt_events (account_id, seq, id, message_id, recipient, recorded_at, message_created_at, item)',
-      `(${account}, ?, ?, ?, ?, ?, ?, ?)`,
+      'INSERT INTO event_rows (seq, id, message_id, recipient, recorded_at, message_created_at, item)',
+      '(?, ?, ?, ?, ?, ?, ?)',
       7,
     );
     const a = events.args;
     sink.contact = (id) => contact.run(id);
     sink.identity = (channel, user, contactId) => identity.run(channel, user, contactId);
-    sink.conversation = (contactId, channel, id) => conversation.run(contactId, channel, id);
+    sink.conversation = (contactId, channel, id) => {
+      conversationRefs.set(id, conversationRefs.size + 1);
+      conversation.run(conversationRefs.size, contactId, channel, id);
+    };
     sink.event = (seq, id, messageId, recipient, recordedAt, messageCreatedAt, item) => {
       const i = events.at();
       a[i] = seq;
@@ -667,20 +684,20 @@ function sqliteSink(db, accountRef, { messages, others }) {
     };
     sink.flushOthers = () => events.end();
   } else {
-    sink.contact = sink.identity = sink.conversation = sink.event = noop;
+    sink.contact = sink.identity = sink.event = noop;
     sink.flushOthers = noop;
   }
   // One buffer per kind of record (outbound SMS, inbound SMS, WhatsApp), each with its own INSERT.
   const head = `INSERT INTO messages (${MESSAGE_COLUMNS})`;
   const kinds = [
-    [`(${account}, ?, ?, ?, 'SMS', 'outbound', ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, 1, ?, ?, ?)`, 14],
+    [`(${account}, ?, ?, ?, 'SMS', 'outbound', ?, ?, ?, ?, NULL, NULL, ?, ?, ?, 1, ?, ?, ?)`, 13],
     [
-      `(${account}, ?, ?, ?, 'SMS', 'inbound', ?, ?, ?, NULL, ?, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`,
-      7,
+      `(${account}, ?, ?, ?, 'SMS', 'inbound', ?, ?, NULL, ?, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`,
+      6,
     ],
     [
-      `(${account}, ?, ?, ?, 'WHATSAPP', ?, ?, ?, ?, NULL, ?, ?, ?, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`,
-      10,
+      `(${account}, ?, ?, ?, 'WHATSAPP', ?, ?, ?, NULL, ?, ?, ?, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`,
+      9,
     ],
   ].map(([values, width]) => ({
     insert: messages ? batchInsert(db, head, values, width) : null,
@@ -695,14 +712,14 @@ function sqliteSink(db, accountRef, { messages, others }) {
     kind.rows[kind.n++] = row;
   };
   if (messages) {
-    // A row is what the sink receives but the sort key, in the order of the kind's INSERT.
-    const adder =
-      (kind) =>
-      (seq, at, id, key, ...rest) =>
-        add(kind, key, [seq, at, id, ...rest]);
-    sink.sms = adder(sms);
-    sink.inbound = adder(inbound);
-    sink.chat = adder(chat);
+    // A row is what the sink receives but the sort key and the contact, with the conversation's ref in place
+    // of its id, in the order of the kind's INSERT.
+    sink.sms = (seq, at, id, key, _contactId, to, conversationId, ...rest) =>
+      add(sms, key, [seq, at, id, to, refOfConversation(conversationId), ...rest]);
+    sink.inbound = (seq, at, id, key, _contactId, from, conversationId, text) =>
+      add(inbound, key, [seq, at, id, from, refOfConversation(conversationId), text]);
+    sink.chat = (seq, at, id, key, direction, _contactId, channelUserId, conversationId, ...rest) =>
+      add(chat, key, [seq, at, id, direction, channelUserId, refOfConversation(conversationId), ...rest]);
   } else {
     sink.sms = sink.inbound = sink.chat = noop;
   }
@@ -756,9 +773,9 @@ function fill(db, options, sink, progress = () => {}) {
 }
 
 /**
- * The helper thread's part, in a side file with the main file's own definitions of HELPER_TABLES: the receipt
- * events, contacts, identities and conversations, with their indexes. It runs the same generator (so the same
- * data) and skips the message records, which the main thread writes meanwhile.
+ * The helper thread's part, in a side file with the main file's own definitions of HELPER_TABLES: the contacts,
+ * identities and conversations, with their indexes, and the receipt events in EVENT_ROWS. It runs the same
+ * generator (so the same data) and skips the message records, which the main thread writes meanwhile.
  */
 function writePart({ file, accountRef, options, tables, indexes }) {
   const started = performance.now();
@@ -766,7 +783,7 @@ function writePart({ file, accountRef, options, tables, indexes }) {
   const db = new Database(file);
   try {
     bulkPragmas(db, 1000);
-    for (const sql of tables) db.exec(sql);
+    for (const sql of [...tables, EVENT_ROWS]) db.exec(sql);
     const sink = sqliteSink(db, accountRef, { messages: false, others: true });
     const gen = fill(db, options, sink);
     const rowsSeconds = (performance.now() - started) / 1000;
@@ -856,6 +873,18 @@ async function loadSqlite(options, databaseUrl, log) {
     db.prepare('ATTACH DATABASE ? AS part').run(partFile);
     db.exec('BEGIN');
     for (const table of HELPER_TABLES) db.exec(`INSERT INTO ${table} SELECT * FROM part.${table}`);
+    // The events in seq order, each with its record's ref: the primary key in order, the other indexes built
+    // after.
+    const eventIndexes = list('receipt_events', 'index');
+    for (const { name } of eventIndexes) db.exec(`DROP INDEX ${quoteName(name)}`);
+    db.exec(
+      `INSERT INTO receipt_events (account_id, seq, id, message_ref, recorded_at, message_created_at, item)
+       SELECT ${accountRef}, e.seq, e.id, m.ref, e.recorded_at, e.message_created_at, e.item
+       FROM part.event_rows e
+         JOIN messages m ON m.account_id = ${accountRef} AND m.id = e.message_id AND m.channel_user_id = e.recipient
+       ORDER BY e.seq`,
+    );
+    for (const { sql } of eventIndexes) db.exec(sql);
     db.prepare('UPDATE accounts SET last_message_seq = ?, last_event_seq = ? WHERE id = ?').run(
       gen.lastSeq,
       gen.events,
@@ -863,7 +892,7 @@ async function loadSqlite(options, databaseUrl, log) {
     );
     db.exec('COMMIT');
     db.exec('DETACH DATABASE part');
-    log(`  copied ${HELPER_TABLES.join(', ')} in ${lap()}`);
+    log(`  copied ${HELPER_TABLES.join(', ')} and receipt_events in ${lap()}`);
     // The review rollup, as migration 7 counts the records already there (the store keeps it on every write).
     db.exec(`BEGIN; ${rollupBackfill.sqlite}; COMMIT`);
     log(`  review rollup counted in ${lap()}`);

@@ -2,12 +2,13 @@
 // mode 1 (`messageIds`: one query with an `IN`, records oldest first) and a contact's history by channel and
 // channelUserId (the contact and its conversation in one lookup, then one keyset query for the page, and the
 // cursor signed as Waybill signs it). What Waybill also serves there and a lean reference does not: contactId,
-// campaignId, the parameters' validation.
+// campaignId, the parameters' validation. A record names its conversation by the conversation's ref: mode 1
+// joins the conversation's row for the two ids, and a history page takes them from its one lookup.
 import { credentials, cursorMac } from './lean-auth.mjs';
 
-const COLUMNS =
-  'id, channel, direction, contact_id, channel_user_id, conversation_id, campaign_id, text, content, status, ' +
-  'sms_status, dr_statuscode, created_at';
+const RECORD_COLUMNS =
+  'm.id, m.channel, m.direction, m.channel_user_id, m.campaign_id, m.text, m.content, m.status, ' +
+  'm.sms_status, m.dr_statuscode, m.created_at';
 const CURSOR = 'waybill.cursor.v1\0';
 
 /** A record's status as the contract derives it (Waybill's messageStatus). */
@@ -22,14 +23,14 @@ function status(row) {
 }
 
 /** A message record as Waybill's toMessageRecord builds it. */
-function record(row) {
+function record(row, contactId = row.contact_id, conversationId = row.conversation_id) {
   return {
     id: row.id,
     channel: row.channel,
     direction: row.direction,
-    contactId: row.contact_id,
+    contactId,
     channelUserId: row.channel_user_id,
-    conversationId: row.conversation_id,
+    conversationId,
     campaignId: row.campaign_id,
     text: row.text,
     content: row.content === null ? null : JSON.parse(row.content),
@@ -41,21 +42,22 @@ function record(row) {
 /** `GET /messages` and its v1 predecessor, as `(query, request) => [status, body]`. */
 export function messagesRoutes(db, authenticate) {
   const byIds = db.prepare(
-    `SELECT ${COLUMNS} FROM messages
-     WHERE account_id = ? AND id IN (SELECT value FROM json_each(?))
-     ORDER BY created_at, id, channel_user_id`,
+    `SELECT ${RECORD_COLUMNS}, c.contact_id, c.id AS conversation_id
+     FROM messages m JOIN conversations c ON c.ref = m.conversation_ref
+     WHERE m.account_id = ? AND m.id IN (SELECT value FROM json_each(?))
+     ORDER BY m.created_at, m.id, m.channel_user_id`,
   );
   const conversation = db.prepare(
-    `SELECT i.contact_id, c.id FROM identities i
+    `SELECT i.contact_id, c.id, c.ref FROM identities i
      JOIN conversations c ON c.account_id = i.account_id AND c.contact_id = i.contact_id AND c.channel = i.channel
      WHERE i.account_id = ? AND i.channel = ? AND i.channel_user_id = ?`,
   );
   const page = (keyset) =>
     db.prepare(
-      `SELECT ${COLUMNS} FROM messages INDEXED BY messages_history
-       WHERE account_id = @account AND conversation_id = @conversation
-       ${keyset ? 'AND (created_at, id, channel_user_id) < (@at, @id, @user)' : ''}
-       ORDER BY created_at DESC, id DESC, channel_user_id DESC LIMIT @limit`,
+      `SELECT ${RECORD_COLUMNS} FROM messages m INDEXED BY messages_history
+       WHERE m.account_id = @account AND m.conversation_ref = @conversation
+       ${keyset ? 'AND (m.created_at, m.id, m.channel_user_id) < (@at, @id, @user)' : ''}
+       ORDER BY m.created_at DESC, m.id DESC, m.channel_user_id DESC LIMIT @limit`,
     );
   const firstPage = page(false);
   const nextPage = page(true);
@@ -69,7 +71,7 @@ export function messagesRoutes(db, authenticate) {
     if (!found) return [200, { messages: [], nextCursor: null, hasMore: false }];
     // The cursor is bound to the account's id, as Waybill's is; the rows are keyed by its ref.
     const binding = [account.id, found.contact_id, channel, null];
-    const params = { account: account.ref, conversation: found.id, limit: size + 1 };
+    const params = { account: account.ref, conversation: found.ref, limit: size + 1 };
     const cursor = query.get('cursor');
     let rows;
     if (cursor) {
@@ -91,7 +93,10 @@ export function messagesRoutes(db, authenticate) {
       const payload = Buffer.from(position).toString('base64url');
       nextCursor = `${payload}.${cursorMac(CURSOR, payload, binding)}`;
     }
-    return [200, { messages: messages.map(record), nextCursor, hasMore }];
+    return [
+      200,
+      { messages: messages.map((row) => record(row, found.contact_id, found.id)), nextCursor, hasMore },
+    ];
   }
 
   /** Mode 1 answers a bare array on v1 and an envelope on /messages. */
@@ -102,7 +107,7 @@ export function messagesRoutes(db, authenticate) {
     if (query.has('campaignId')) return [400, { detail: 'the lean reference knows no campaignId' }];
     const ids = query.get('messageIds');
     if (ids === null) return history(account, query);
-    const messages = byIds.all(account.ref, JSON.stringify(ids.split(','))).map(record);
+    const messages = byIds.all(account.ref, JSON.stringify(ids.split(','))).map((row) => record(row));
     return [200, envelope ? { messages, nextCursor: null, hasMore: false } : messages];
   };
   return { '/messages': route(true), '/api/v1/contacts/messages': route(false) };

@@ -10,9 +10,10 @@ import type { Store } from '../../src/store/store.js';
 import { at, ingest, ingestReceipts, NOW, newAccount, receipt, sms } from '../conformance/fixtures.js';
 
 /**
- * Migration 9 keys every table of an account's data by the account's integer ref (store/sqlite/account-ref.ts).
- * A file written before it is made here from one the store wrote: every table copied back into migration 8's
- * own layout, each ref replaced by its id. Opening it must migrate it and answer every read as before.
+ * Migration 9 keys every table of an account's data by the account's integer ref (store/sqlite/account-ref.ts);
+ * migration 10 names a record's conversation by the conversation's ref (record-refs.ts). A file written
+ * before either is made here from one the store wrote: every table copied back into an older migration's own
+ * layout, each ref replaced by the ids it stands for. Opening it must migrate it and answer every read as before.
  */
 
 const TO = '447700900123';
@@ -25,35 +26,50 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 let files = 0;
 const open = (path: string) => openSqliteStore({ path, cacheMb: 8 });
 
-/** Rewrites the file at `path` as migration 8 left its schema: account ids where the refs are. */
-function downgradeToVersion8(path: string): void {
-  const old = `${path}.v8`;
+/**
+ * Rewrites the file at `path` as migration `version` (8 or 9) left its schema: a record's contact and
+ * conversation ids where its conversation's ref is, an event's message id and number where its record's ref is,
+ * and before 9 account ids where the refs are.
+ */
+function downgradeTo(path: string, version: number): void {
+  const old = `${path}.v${version}`;
   const db = new Database(old);
   try {
     db.exec(`CREATE TABLE schema_migrations (
       version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
-    for (const m of MIGRATIONS.filter((m) => m.version <= 8)) {
+    for (const m of MIGRATIONS.filter((m) => m.version <= version)) {
       db.exec(m.sql);
       db.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(m.version, m.name, 0);
     }
     db.prepare('ATTACH DATABASE ? AS cur').run(path);
     const tables = db
       .prepare<[], { name: string }>(
-        "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT IN ('schema_migrations', 'sqlite_sequence')",
+        `SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT IN ('schema_migrations', 'sqlite_sequence')
+         ORDER BY name <> 'account_refs'`,
       )
       .all();
+    // account_refs first, as they were: the accounts' trigger then finds each account's ref already given.
     db.exec('BEGIN');
     for (const { name } of tables) {
       const columns = db
         .prepare<[], { name: string }>(`SELECT name FROM pragma_table_info('${name}', 'main')`)
         .all()
         .map((c) => c.name);
-      const keyedByRef = columns.includes('account_id') && !['accounts', 'console_sessions'].includes(name);
-      const select = columns.map((c) =>
-        keyedByRef && c === 'account_id'
-          ? '(SELECT id FROM cur.account_refs WHERE ref = t.account_id)'
-          : `t.${c}`,
-      );
+      const keyedByRef =
+        version < 9 && columns.includes('account_id') && !['accounts', 'console_sessions'].includes(name);
+      const select = columns.map((c) => {
+        if (keyedByRef && c === 'account_id')
+          return '(SELECT id FROM cur.account_refs WHERE ref = t.account_id)';
+        if (name === 'messages' && c === 'contact_id')
+          return '(SELECT contact_id FROM cur.conversations WHERE ref = t.conversation_ref)';
+        if (name === 'messages' && c === 'conversation_id')
+          return '(SELECT id FROM cur.conversations WHERE ref = t.conversation_ref)';
+        if (name === 'receipt_events' && c === 'message_id')
+          return '(SELECT id FROM cur.messages WHERE ref = t.message_ref)';
+        if (name === 'receipt_events' && c === 'recipient')
+          return '(SELECT channel_user_id FROM cur.messages WHERE ref = t.message_ref)';
+        return `t.${c}`;
+      });
       db.exec(
         `INSERT INTO main.${name} (${columns.join(', ')}) SELECT ${select.join(', ')} FROM cur.${name} t`,
       );
@@ -94,100 +110,117 @@ const carrierDr = (carrierId: string): CarrierReceiptInput => ({
   drTime: at(9),
 });
 
-describe('SQLite integer account refs (migration 9)', () => {
-  it('carries a file of the older layout over whole: every read answers as before, parked receipts and carrier pairs still match', async () => {
-    const path = join(dir, `old-${files++}.db`);
-    let store = open(path);
-    const a = (await store.createAccount(newAccount({ callbackUrl: CALLBACK }))).id;
-    const b = (await store.createAccount(newAccount())).id;
-    const chat: MessageUpsert = {
-      id: 'w-1',
-      channel: 'WHATSAPP',
-      channelUserId: TO,
-      direction: 'inbound',
-      text: 'hello',
-      createdAt: at(1),
-    };
-    await ingest(store, a, [
-      sms('m-1', TO, { campaignId: 'spring', text: 'Parcel today' }),
-      sms('m-1', TO2),
-      sms('m-2', TO, { sms: { status: '0', carrier: { route: ROUTE, messageId: 'c-1' } } }),
-      chat,
-    ]);
-    await ingest(store, b, [sms('m-1', TO)]);
-    await ingestReceipts(store, a, [
-      receipt('m-1', 'accepted', at(2), { to: TO }),
-      receipt('early', 'delivered', at(2)),
-    ]);
-    await ingestReceipts(store, a, [
-      receipt('m-1', 'delivered', at(3), { to: TO, network: '23410' }),
-      receipt('m-1', 'failed', at(3), { to: TO2 }),
-    ]);
-    await ingestReceipts(store, b, [receipt('m-1', 'failed', at(2))]);
-    // One attempt in the log, and a carrier receipt parked by its pair.
-    const [claimed] = await store.claimDeliveries({
-      now: at(10),
-      limit: 1,
-      perAccount: 1,
-      inFlight: new Map(),
-      leaseUntil: at(40),
-      lease: 'lease-1',
-    });
-    if (!claimed) throw new Error('nothing to claim');
-    await store.finishAttempts([
-      {
-        claim: claimed,
-        outcome: {
-          attempt: { at: at(11), httpStatus: 500, error: null, durationMs: 12 },
-          next: { state: 'pending', at: at(70) },
-        },
-      },
-    ]);
-    expect(await store.ingestCarrierReceipts(ROUTE, [carrierDr('c-9')], NOW)).toMatchObject([
-      { outcome: 'parked' },
-    ]);
-    const before = await reads(store, a, b, claimed.id);
-    expect(before.eventsA).toHaveLength(3);
-    expect(before.delivery?.attemptLog).toHaveLength(1);
-    expect(before.stats.parked).toBe(2);
-    await store.close();
-
-    downgradeToVersion8(path);
-    const raw = new Database(path, { readonly: true });
-    expect(raw.prepare('SELECT max(version) AS v FROM schema_migrations').get()).toEqual({ v: 8 });
-    expect(raw.prepare('SELECT DISTINCT account_id FROM messages ORDER BY 1').pluck().all()).toEqual(
-      [a, b].sort(),
-    );
-    raw.close();
-
-    store = open(path);
-    try {
-      expect(await reads(store, a, b, claimed.id)).toStrictEqual(before);
-      const db = new Database(path, { readonly: true });
-      const refs = db.prepare('SELECT ref, id FROM account_refs ORDER BY ref').all();
-      for (const table of ['messages', 'receipt_events', 'deliveries', 'delivery_attempts', 'contacts']) {
-        expect(db.prepare(`SELECT DISTINCT typeof(account_id) FROM ${table}`).pluck().all()).toEqual([
-          'integer',
-        ]);
-      }
-      db.close();
-      expect(refs).toHaveLength(2);
-
-      // The receipt parked by message id, and the one parked by carrier pair, find their recipients now.
+describe('SQLite integer account and conversation refs (migrations 9 and 10)', () => {
+  it.each([8, 9])(
+    'carries a file of migration %i’s layout over whole: every read answers as before, parked receipts and carrier pairs still match',
+    async (version) => {
+      const path = join(dir, `old-${files++}.db`);
+      let store = open(path);
+      const a = (await store.createAccount(newAccount({ callbackUrl: CALLBACK }))).id;
+      const b = (await store.createAccount(newAccount())).id;
+      const chat: MessageUpsert = {
+        id: 'w-1',
+        channel: 'WHATSAPP',
+        channelUserId: TO,
+        direction: 'inbound',
+        text: 'hello',
+        createdAt: at(1),
+      };
       await ingest(store, a, [
-        sms('early', TO),
-        sms('m-3', TO, { sms: { status: '0', carrier: { route: ROUTE, messageId: 'c-9' } } }),
+        sms('m-1', TO, { campaignId: 'spring', text: 'Parcel today' }),
+        sms('m-1', TO2),
+        sms('m-2', TO, { sms: { status: '0', carrier: { route: ROUTE, messageId: 'c-1' } } }),
+        chat,
       ]);
-      expect((await store.findDlr(a, 'early'))[0]?.sms?.receipt?.drStatuscode).toBe('delivered');
-      expect((await store.findDlr(a, 'm-3'))[0]?.sms?.receipt?.drStatuscode).toBe('delivered');
-      // The pair claimed before the migration still names its recipient.
-      expect(await store.ingestCarrierReceipts(ROUTE, [carrierDr('c-1')], NOW)).toStrictEqual([
-        { outcome: 'applied', accountId: a, messageId: 'm-2', to: TO },
+      await ingest(store, b, [sms('m-1', TO)]);
+      await ingestReceipts(store, a, [
+        receipt('m-1', 'accepted', at(2), { to: TO }),
+        receipt('early', 'delivered', at(2)),
       ]);
-    } finally {
+      await ingestReceipts(store, a, [
+        receipt('m-1', 'delivered', at(3), { to: TO, network: '23410' }),
+        receipt('m-1', 'failed', at(3), { to: TO2 }),
+      ]);
+      await ingestReceipts(store, b, [receipt('m-1', 'failed', at(2))]);
+      // One attempt in the log, and a carrier receipt parked by its pair.
+      const [claimed] = await store.claimDeliveries({
+        now: at(10),
+        limit: 1,
+        perAccount: 1,
+        inFlight: new Map(),
+        leaseUntil: at(40),
+        lease: 'lease-1',
+      });
+      if (!claimed) throw new Error('nothing to claim');
+      await store.finishAttempts([
+        {
+          claim: claimed,
+          outcome: {
+            attempt: { at: at(11), httpStatus: 500, error: null, durationMs: 12 },
+            next: { state: 'pending', at: at(70) },
+          },
+        },
+      ]);
+      expect(await store.ingestCarrierReceipts(ROUTE, [carrierDr('c-9')], NOW)).toMatchObject([
+        { outcome: 'parked' },
+      ]);
+      const before = await reads(store, a, b, claimed.id);
+      expect(before.eventsA).toHaveLength(3);
+      expect(before.delivery?.attemptLog).toHaveLength(1);
+      expect(before.stats.parked).toBe(2);
       await store.close();
-    }
-  });
+
+      downgradeTo(path, version);
+      const raw = new Database(path, { readonly: true });
+      expect(raw.prepare('SELECT max(version) AS v FROM schema_migrations').get()).toEqual({ v: version });
+      if (version === 8) {
+        expect(raw.prepare('SELECT DISTINCT account_id FROM messages ORDER BY 1').pluck().all()).toEqual(
+          [a, b].sort(),
+        );
+      }
+      // Four conversations: a's SMS and WhatsApp ones with TO, a's SMS one with TO2, b's with TO.
+      expect(raw.prepare('SELECT count(DISTINCT conversation_id) FROM messages').pluck().get()).toBe(4);
+      raw.close();
+
+      store = open(path);
+      try {
+        expect(await reads(store, a, b, claimed.id)).toStrictEqual(before);
+        const db = new Database(path, { readonly: true });
+        const refs = db.prepare('SELECT ref, id FROM account_refs ORDER BY ref').all();
+        for (const table of ['messages', 'receipt_events', 'deliveries', 'delivery_attempts', 'contacts']) {
+          expect(db.prepare(`SELECT DISTINCT typeof(account_id) FROM ${table}`).pluck().all()).toEqual([
+            'integer',
+          ]);
+        }
+        // Every record names one of the four conversations by its ref, and no longer holds the ids.
+        expect(
+          db
+            .prepare('SELECT count(DISTINCT conversation_ref), typeof(conversation_ref) FROM messages')
+            .raw()
+            .get(),
+        ).toEqual([4, 'integer']);
+        const columns = db.prepare("SELECT name FROM pragma_table_info('messages')").pluck().all();
+        expect(columns).not.toContain('contact_id');
+        expect(columns).not.toContain('conversation_id');
+        db.close();
+        expect(refs).toHaveLength(2);
+
+        // The receipt parked by message id, and the one parked by carrier pair, find their recipients now.
+        await ingest(store, a, [
+          sms('early', TO),
+          sms('m-3', TO, { sms: { status: '0', carrier: { route: ROUTE, messageId: 'c-9' } } }),
+        ]);
+        expect((await store.findDlr(a, 'early'))[0]?.sms?.receipt?.drStatuscode).toBe('delivered');
+        expect((await store.findDlr(a, 'm-3'))[0]?.sms?.receipt?.drStatuscode).toBe('delivered');
+        // The pair claimed before the migration still names its recipient.
+        expect(await store.ingestCarrierReceipts(ROUTE, [carrierDr('c-1')], NOW)).toStrictEqual([
+          { outcome: 'applied', accountId: a, messageId: 'm-2', to: TO },
+        ]);
+      } finally {
+        await store.close();
+      }
+    },
+  );
 
   it('gives each account its own ref, keeps it after the account is deleted, and deletes only that account’s rows', async () => {
     const path = join(dir, `new-${files++}.db`);

@@ -44,9 +44,10 @@ function plans(): Map<string, string> {
 // order), the /metrics gauges (counts over the partial pending, dead and parked indexes), the operator's
 // "redeliver every dead delivery" (the partial dead index) and backfill (one pass over the account's events,
 // which have no index by time). Creating an account looks up the new account's console sessions (the foreign
-// key's bookkeeping, shown once the account_refs trigger is in the plan): a new account has none.
+// key's bookkeeping, shown once the account_refs trigger is in the plan): a new account has none. Retention
+// and its rollup walk every conversation once, searching each one's expired range of the history index.
 const WHOLE_ACCOUNT =
-  /^(accounts\.(insertAccount|deleteAccountData\.\d+|deleteAccountRow|anyAccount|clearCallbackSecrets)|outbox\.(nextDue|earliestPending|deadRows|backfillRows|stats))$/;
+  /^(accounts\.(insertAccount|deleteAccountData\.\d+|deleteAccountRow|anyAccount|clearCallbackSecrets)|outbox\.(nextDue|earliestPending|deadRows|backfillRows|stats)|prune\.messages|rollup\.prune(Counts|Latency))$/;
 
 describe('SQLite query plans', () => {
   const all = plans();
@@ -103,7 +104,11 @@ describe('SQLite query plans', () => {
       /deliveries_state \(account_id=\? AND state=\? AND seq<\?\)/,
     );
     expect(all.get('outbox.messageEvents')).toMatch(
-      /receipt_events_message \(account_id=\? AND message_id=\?\)/,
+      /SEARCH m USING (COVERING )?INDEX sqlite_autoindex_messages_1 \(account_id=\? AND id=\?\).*SEARCH e USING INDEX receipt_events_message \(account_id=\? AND message_ref=\?\)/,
+    );
+    // The feed walks the events in seq order and finds each one's record by its ref (record-refs.ts).
+    expect(all.get('outbox.events')).toMatch(
+      /^SEARCH e USING PRIMARY KEY \(account_id=\? AND seq>\?\).*SEARCH m USING INTEGER PRIMARY KEY \(rowid=\?\)$/,
     );
     expect(all.get('outbox.candidates')).toMatch(
       /SEARCH b USING INDEX deliveries_recipient \(account_id=\? AND message_id=\? AND recipient=\?\)/,
@@ -117,6 +122,10 @@ describe('SQLite query plans', () => {
     expect(all.get('rollup.latency')).toMatch(
       /review_latency USING PRIMARY KEY \(account_id=\? AND day>\? AND day<\?\)/,
     );
-    expect(all.get('rollup.pruneCounts')).toMatch(/messages USING INDEX messages_history/);
+    for (const name of ['rollup.pruneCounts', 'rollup.pruneLatency', 'prune.messages']) {
+      expect(all.get(name)).toMatch(
+        /messages USING (COVERING )?INDEX messages_history \(account_id=\? AND conversation_ref=\? AND created_at<\?\)/,
+      );
+    }
   });
 });

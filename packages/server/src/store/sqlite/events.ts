@@ -4,6 +4,7 @@ import { storedItem } from '../event-item.js';
 import { UnknownAccountError } from '../store.js';
 import { refOf } from './account-ref.js';
 import { preparer } from './database.js';
+import { recordRefOf } from './record-refs.js';
 
 /** Receipt events as ingest records them, with the deliveries they queue, on SQLite. */
 export function prepareEvents(db: Database.Database) {
@@ -15,9 +16,11 @@ export function prepareEvents(db: Database.Database) {
     takeEventSeqs: prepare<[number, string], { last_event_seq: number }>(
       'UPDATE accounts SET last_event_seq = last_event_seq + ? WHERE id = ? RETURNING last_event_seq',
     ),
-    insertEvent: prepare<[string, number, string, string, string, number, number, string]>(
-      `INSERT INTO receipt_events (account_id, seq, id, message_id, recipient, recorded_at, message_created_at, item)
-       VALUES (${refOf('?')}, ?, ?, ?, ?, ?, ?, ?)`,
+    // The recipient by its record's ref (record-refs.ts): the record is written before its events, in the same
+    // transaction, so the ref is never NULL (the column's NOT NULL would refuse the batch if it were).
+    insertEvent: prepare<[string, number, string, string, string, string, number, number, string]>(
+      `INSERT INTO receipt_events (account_id, seq, id, message_ref, recorded_at, message_created_at, item)
+       VALUES (${refOf('?')}, ?, ?, ${recordRefOf('?', '?', '?')}, ?, ?, ?)`,
     ),
     // All of a batch's recipients in one statement (a JSON array of [messageId, to]). Pinned to the recipient
     // index: left to itself the planner searches (account_id, state) and reads every pending delivery of the
@@ -76,6 +79,7 @@ export function writeEvents(
       accountId,
       seq,
       event.id,
+      accountId,
       event.messageId,
       event.to,
       recordedAt,

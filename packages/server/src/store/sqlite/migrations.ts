@@ -573,6 +573,96 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX carrier_ids_prune ON carrier_ids (created_at);
     `,
   },
+  {
+    version: 10,
+    name: 'conversation refs in records, record refs in receipt events',
+    sql: `
+      -- A record names its conversation by the conversation's integer ref instead of carrying the contact's
+      -- and the conversation's 36-character ids: the conversation is always the (contact, channel) pair's, so
+      -- its row gives both ids back (record-refs.ts). That was 72 bytes of every record and 36 of every history index
+      -- entry. A conversation's ref, and a record's, is its rowid, declared, so VACUUM cannot renumber it.
+      CREATE TABLE conversations_v10 (
+        ref INTEGER PRIMARY KEY,
+        account_id INTEGER NOT NULL,
+        contact_id TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        id TEXT NOT NULL,
+        UNIQUE (account_id, contact_id, channel),
+        UNIQUE (account_id, id),
+        FOREIGN KEY (account_id, contact_id) REFERENCES contacts (account_id, id)
+      ) STRICT;
+      INSERT INTO conversations_v10 (account_id, contact_id, channel, id)
+        SELECT account_id, contact_id, channel, id FROM conversations ORDER BY account_id, contact_id, channel;
+
+      CREATE TABLE messages_v10 (
+        ref INTEGER PRIMARY KEY,
+        account_id INTEGER NOT NULL,
+        id TEXT NOT NULL,
+        channel_user_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        channel TEXT NOT NULL,
+        direction TEXT NOT NULL,
+        conversation_ref INTEGER NOT NULL REFERENCES conversations_v10 (ref),
+        campaign_id TEXT,
+        text TEXT,
+        content TEXT,
+        status TEXT,
+        sms_status TEXT,
+        network TEXT,
+        price REAL,
+        counts INTEGER,
+        dr_statuscode TEXT,
+        dr_errcode TEXT,
+        dr_time INTEGER,
+        created_at INTEGER NOT NULL,
+        UNIQUE (account_id, id, channel_user_id)
+      ) STRICT;
+      -- Each record keeps its rowid as its ref, in rowid order: the new table is written in the order the old
+      -- one was.
+      INSERT INTO messages_v10
+        SELECT t.rowid, t.account_id, t.id, t.channel_user_id, t.seq, t.channel, t.direction, c.ref, t.campaign_id, t.text,
+          t.content, t.status, t.sms_status, t.network, t.price, t.counts, t.dr_statuscode, t.dr_errcode,
+          t.dr_time, t.created_at
+        FROM messages t JOIN conversations_v10 c ON c.account_id = t.account_id AND c.id = t.conversation_id
+        ORDER BY t.rowid;
+
+      -- A receipt event names its recipient by the record's ref instead of the message id and number, which
+      -- the record holds: 48 bytes of every event and of every entry of its index by message.
+      CREATE TABLE receipt_events_v10 (
+        account_id INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        id TEXT NOT NULL,
+        message_ref INTEGER NOT NULL,
+        recorded_at INTEGER NOT NULL,
+        message_created_at INTEGER NOT NULL,
+        item TEXT NOT NULL,
+        PRIMARY KEY (account_id, seq)
+      ) WITHOUT ROWID, STRICT;
+      INSERT INTO receipt_events_v10
+        SELECT t.account_id, t.seq, t.id, m.ref, t.recorded_at, t.message_created_at, t.item
+        FROM receipt_events t
+          JOIN messages_v10 m ON m.account_id = t.account_id AND m.id = t.message_id AND m.channel_user_id = t.recipient
+        ORDER BY 1, 2;
+
+      DROP TABLE receipt_events;
+      DROP TABLE messages;
+      DROP TABLE conversations;
+      ALTER TABLE conversations_v10 RENAME TO conversations;
+      ALTER TABLE messages_v10 RENAME TO messages;
+      ALTER TABLE receipt_events_v10 RENAME TO receipt_events;
+      CREATE UNIQUE INDEX receipt_events_id ON receipt_events (account_id, id);
+      CREATE INDEX receipt_events_prune ON receipt_events (message_created_at);
+      CREATE INDEX receipt_events_message ON receipt_events (account_id, message_ref, seq);
+
+      -- The keyset indexes of message-indexes.ts, by the conversation's ref.
+      CREATE INDEX messages_history ON messages (account_id, conversation_ref, created_at, id, channel_user_id);
+      CREATE INDEX messages_campaign ON messages (account_id, campaign_id, created_at, id, channel_user_id)
+        WHERE campaign_id IS NOT NULL;
+      CREATE INDEX messages_conversation_campaign
+        ON messages (account_id, conversation_ref, campaign_id, created_at, id, channel_user_id)
+        WHERE campaign_id IS NOT NULL;
+    `,
+  },
 ];
 
 /**

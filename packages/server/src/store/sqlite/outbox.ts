@@ -5,6 +5,7 @@ import { itemJsonOf, itemOf } from '../event-item.js';
 import type { ClaimedDelivery, ClaimRequest, DeliveryListQuery } from '../store.js';
 import { refOf } from './account-ref.js';
 import type { Prepared } from './database.js';
+import { eventsWithRecord } from './record-refs.js';
 import {
   type AttemptRow,
   attemptFromRow,
@@ -94,8 +95,8 @@ export function prepareOutbox(db: Database) {
     );
   return {
     events: prepare<[string, number, number], EventRow>(
-      `SELECT ${EVENT_COLUMNS} FROM receipt_events
-       WHERE account_id = ${refOf('?')} AND seq > ? ORDER BY seq LIMIT ?`,
+      `SELECT ${EVENT_COLUMNS} FROM ${eventsWithRecord}
+       WHERE e.account_id = ${refOf('?')} AND e.seq > ? ORDER BY e.seq LIMIT ?`,
     ),
     // Accounts with callbacks on and something due: each is then asked for its own oldest due deliveries.
     dueAccounts: prepare<[{ now: number }], AccountCallbackRow>(
@@ -190,10 +191,13 @@ export function prepareOutbox(db: Database) {
     delivery: prepare<[string, string], DeliveryRow>(
       `SELECT ${DELIVERY_COLUMNS} ${FROM_DELIVERIES} WHERE d.account_id = ${refOf('?')} AND d.id = ?`,
     ),
+    // The id's records, then each one's events: CROSS JOIN keeps the records outside, as SQLite documents.
     // INDEXED BY, as RECIPIENT_LEASE: not the account's whole primary-key range.
     messageEvents: prepare<[string, string], EventRow>(
-      `SELECT ${EVENT_COLUMNS} FROM receipt_events INDEXED BY receipt_events_message
-       WHERE account_id = ${refOf('?')} AND message_id = ? ORDER BY seq`,
+      `SELECT ${EVENT_COLUMNS}
+       FROM messages m CROSS JOIN receipt_events e INDEXED BY receipt_events_message
+         ON e.account_id = m.account_id AND e.message_ref = m.ref
+       WHERE m.account_id = ${refOf('?')} AND m.id = ? ORDER BY e.seq`,
     ),
     // INDEXED BY: left to itself, SQLite walks the account's deliveries in seq order to skip the sort.
     messageDeliveries: prepare<[string, string], DeliveryRow>(
@@ -229,8 +233,8 @@ export function prepareOutbox(db: Database) {
         delivery: rules.DeliveryState | null;
       }
     >(
-      `SELECT e.seq, e.message_id, e.recipient, e.recorded_at, d.state AS delivery
-       FROM receipt_events e LEFT JOIN deliveries d ON d.account_id = e.account_id AND d.seq = e.seq
+      `SELECT e.seq, m.id AS message_id, m.channel_user_id AS recipient, e.recorded_at, d.state AS delivery
+       FROM ${eventsWithRecord} LEFT JOIN deliveries d ON d.account_id = e.account_id AND d.seq = e.seq
        WHERE e.account_id = ${refOf('@account')} AND e.recorded_at >= @since
        UNION ALL
        SELECT d.seq, d.message_id, d.recipient, e.recorded_at, d.state
@@ -240,8 +244,8 @@ export function prepareOutbox(db: Database) {
     backfillQueue: prepare<[{ account: string; seq: number; now: number }]>(
       `INSERT INTO deliveries (account_id, seq, id, message_id, recipient, state, created_at, message_created_at,
          next_attempt_at)
-       SELECT account_id, seq, id, message_id, recipient, 'pending', @now, message_created_at, @now
-       FROM receipt_events WHERE account_id = ${refOf('@account')} AND seq = @seq`,
+       SELECT e.account_id, e.seq, e.id, m.id, m.channel_user_id, 'pending', @now, e.message_created_at, @now
+       FROM ${eventsWithRecord} WHERE e.account_id = ${refOf('@account')} AND e.seq = @seq`,
     ),
     supersedeOne: prepare<[string, number]>(
       `UPDATE deliveries SET state = 'superseded', next_attempt_at = NULL

@@ -11,7 +11,7 @@ export function preparePrune(db: Database.Database) {
     // Walks the history index one conversation at a time, so only the expired range of each is visited.
     messages: prepare<[number]>(
       `DELETE FROM messages
-       WHERE (account_id, conversation_id) IN (SELECT account_id, id FROM conversations) AND created_at < ?`,
+       WHERE (account_id, conversation_ref) IN (SELECT account_id, ref FROM conversations) AND created_at < ?`,
     ),
     // The carrier pairs of those records (they carry the record's created_at).
     carriers: prepare<[number]>('DELETE FROM carrier_ids WHERE created_at < ?'),

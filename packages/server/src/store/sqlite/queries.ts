@@ -5,6 +5,7 @@ import type { HistoryQuery, QueryStore } from '../store.js';
 import { refOf } from './account-ref.js';
 import { isBusy } from './busy.js';
 import { type Prepared, preparer } from './database.js';
+import { conversationRefOf, recordsWithConversation } from './record-refs.js';
 import { type Columns, DLR_COLUMNS, fromRow, MESSAGE_COLUMNS } from './rows.js';
 
 /** The parameters of a history page; `before_*` only on the statements that continue from a cursor. */
@@ -21,15 +22,20 @@ export interface HistoryParams {
 
 export type HistoryKind = 'conversation' | 'conversationCampaign' | 'campaign' | 'campaignChannel';
 
+const CONVERSATION = conversationRefOf('@account', '@conversation');
+
 // Each filter names its index so the plan cannot drift to a scan-and-sort; a wrong name fails at open.
 const HISTORY_FILTERS: Record<HistoryKind, { index: string; where: string }> = {
-  conversation: { index: 'messages_history', where: 'conversation_id = @conversation' },
+  conversation: { index: 'messages_history', where: `m.conversation_ref = ${CONVERSATION}` },
   conversationCampaign: {
     index: 'messages_conversation_campaign',
-    where: 'conversation_id = @conversation AND campaign_id = @campaign',
+    where: `m.conversation_ref = ${CONVERSATION} AND m.campaign_id = @campaign`,
   },
-  campaign: { index: 'messages_campaign', where: 'campaign_id = @campaign' },
-  campaignChannel: { index: 'messages_campaign', where: 'campaign_id = @campaign AND channel = @channel' },
+  campaign: { index: 'messages_campaign', where: 'm.campaign_id = @campaign' },
+  campaignChannel: {
+    index: 'messages_campaign',
+    where: 'm.campaign_id = @campaign AND m.channel = @channel',
+  },
 };
 
 function historyStatement(
@@ -41,12 +47,12 @@ function historyStatement(
   // Row-value comparison under BINARY collation: the same total order as comparePositions, and an index
   // range rather than OFFSET, so rows arriving between pages cannot shift a later page.
   const after = keyset
-    ? ' AND (created_at, id, channel_user_id) < (@before_at, @before_id, @before_user)'
+    ? ' AND (m.created_at, m.id, m.channel_user_id) < (@before_at, @before_id, @before_user)'
     : '';
   return db.prepare<[HistoryParams], MessageRow<Columns>>(
-    `SELECT ${MESSAGE_COLUMNS} FROM messages INDEXED BY ${index}
-     WHERE account_id = ${refOf('@account')} AND ${where}${after}
-     ORDER BY created_at DESC, id DESC, channel_user_id DESC
+    `SELECT ${MESSAGE_COLUMNS} FROM ${recordsWithConversation(index)}
+     WHERE m.account_id = ${refOf('@account')} AND ${where}${after}
+     ORDER BY m.created_at DESC, m.id DESC, m.channel_user_id DESC
      LIMIT @limit`,
   );
 }
@@ -70,12 +76,12 @@ export function prepareQueries(db: Database.Database) {
     // Ordered in JavaScript, as findDlr is: SQLite's sorter costs more than the rows' lookups. The campaign
     // filter is a statement of its own rather than `(@campaign IS NULL OR …)` on every call.
     messagesByIds: prepare<[string, string], MessageRow<Columns>>(
-      `SELECT ${MESSAGE_COLUMNS} FROM messages
-       WHERE account_id = ${refOf('?')} AND id IN (SELECT value FROM json_each(?))`,
+      `SELECT ${MESSAGE_COLUMNS} FROM ${recordsWithConversation()}
+       WHERE m.account_id = ${refOf('?')} AND m.id IN (SELECT value FROM json_each(?))`,
     ),
     messagesByIdsInCampaign: prepare<[string, string, string], MessageRow<Columns>>(
-      `SELECT ${MESSAGE_COLUMNS} FROM messages
-       WHERE account_id = ${refOf('?')} AND id IN (SELECT value FROM json_each(?)) AND campaign_id = ?`,
+      `SELECT ${MESSAGE_COLUMNS} FROM ${recordsWithConversation()}
+       WHERE m.account_id = ${refOf('?')} AND m.id IN (SELECT value FROM json_each(?)) AND m.campaign_id = ?`,
     ),
     identity: prepare<[string, string, string], { contact_id: string }>(
       `SELECT contact_id FROM identities WHERE account_id = ${refOf('?')} AND channel = ? AND channel_user_id = ?`,

@@ -30,7 +30,7 @@ export const SQLITE_ROLLUP_BACKFILL = [
 
 // What prune removes: the records before the cutoff (the same walk as prune.ts's delete).
 const EXPIRED =
-  '(account_id, conversation_id) IN (SELECT account_id, id FROM conversations) AND created_at < ?';
+  '(account_id, conversation_ref) IN (SELECT account_id, ref FROM conversations) AND created_at < ?';
 
 /** The review rollup's statements (domain/rollup.ts), prepared once at open. */
 export function prepareRollup(db: Database.Database) {

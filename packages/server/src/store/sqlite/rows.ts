@@ -22,13 +22,30 @@ export const fromRow = shared.rowMappers<Columns>({
 export const { attempt: attemptFromRow, delivery: deliveryFromRow } = fromRow;
 
 export const ACCOUNT_COLUMNS = shared.ACCOUNT_COLUMNS;
-export const MESSAGE_COLUMNS = shared.MESSAGE_COLUMN_NAMES.join(', ');
+/**
+ * A record's columns from `recordsWithConversation()` (record-refs.ts): the record's own from `m`, the
+ * contact's and the conversation's ids from its conversation's row `c`.
+ */
+export const MESSAGE_COLUMNS = shared.MESSAGE_COLUMN_NAMES.map((column) =>
+  column === 'contact_id'
+    ? 'c.contact_id'
+    : column === 'conversation_id'
+      ? 'c.id AS conversation_id'
+      : `m.${column}`,
+).join(', ');
 export const DLR_COLUMNS = shared.DLR_COLUMN_NAMES.join(', ');
 export const DELIVERY_COLUMNS = shared.DELIVERY_COLUMNS;
-export const EVENT_COLUMNS = shared.EVENT_COLUMNS;
+/** An event's columns from `eventsWithRecord` (record-refs.ts): the message id and number from its record `m`. */
+export const EVENT_COLUMNS =
+  'e.seq, e.id, m.id AS message_id, m.channel_user_id AS recipient, e.recorded_at, e.item';
 
-/** The named parameters of a message write (everything but the key, the sequence and createdAt). */
-export type MessageParams = Omit<shared.MessageRow<Columns>, 'created_at'> & { account_id: string };
+/**
+ * The named parameters of a message write (everything but the key, the sequence and createdAt); no contact:
+ * the conversation's row holds it.
+ */
+export type MessageParams = Omit<shared.MessageRow<Columns>, 'created_at' | 'contact_id'> & {
+  account_id: string;
+};
 
 export function messageParams(accountId: string, m: StoredMessage): MessageParams {
   const receipt = m.sms?.receipt ?? null;
@@ -38,7 +55,6 @@ export function messageParams(accountId: string, m: StoredMessage): MessageParam
     channel_user_id: m.channelUserId,
     channel: m.channel,
     direction: m.direction,
-    contact_id: m.contactId,
     conversation_id: m.conversationId,
     campaign_id: m.campaignId,
     text: m.text,
@@ -59,10 +75,14 @@ export type SqlValue = string | number | null;
 
 /** The columns of a new record, in the order of {@link newMessageValues}. */
 export const NEW_MESSAGE_COLUMNS =
-  'account_id, seq, created_at, id, channel, direction, contact_id, channel_user_id, conversation_id, ' +
+  'account_id, seq, created_at, id, channel, direction, channel_user_id, conversation_ref, ' +
   'campaign_id, text, content, status, sms_status, network, price, counts, dr_statuscode, dr_errcode, dr_time';
 
-/** A new record's values for `insertMessage`: one array, no object per row to build and bind by name. */
+/**
+ * A new record's values for `insertMessage`: one array, no object per row to build and bind by name. The
+ * conversation's ref is found by the account and the conversation's id, so both come in its place; the
+ * contact is the conversation's.
+ */
 export function newMessageValues(accountId: string, seq: number, m: StoredMessage): SqlValue[] {
   const sms = m.sms;
   const receipt = sms?.receipt ?? null;
@@ -73,8 +93,8 @@ export function newMessageValues(accountId: string, seq: number, m: StoredMessag
     m.id,
     m.channel,
     m.direction,
-    m.contactId,
     m.channelUserId,
+    accountId,
     m.conversationId,
     m.campaignId,
     m.text,
