@@ -1,7 +1,8 @@
 // The lean receipt feed (bench/lib/lean.mjs), `GET /receipts`: the `after` cursor checked as Waybill checks it,
 // one query for the events after it (one more than asked, to learn whether more exist), each stored item parsed
 // into its event (the stored values and the row's message id and recipient, as the store keeps them:
-// packages/server/src/store/event-item.ts), and the next cursor signed.
+// packages/server/src/store/event-item.ts), and the next cursor signed. An event names its recipient by its
+// record's ref (store/sqlite/record-refs.ts): the query joins the record for the message id and number.
 import { credentials, cursorMac } from './lean-auth.mjs';
 
 const SEQ_CURSOR = 'waybill.seq-cursor.v1\0';
@@ -28,8 +29,9 @@ function itemOf(row) {
 /** `GET /receipts`, as `(query, request) => [status, body]`. */
 export function receiptsRoutes(db, authenticate) {
   const events = db.prepare(
-    `SELECT seq, id, message_id, recipient, recorded_at, item FROM receipt_events
-     WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+    `SELECT e.seq, e.id, m.id AS message_id, m.channel_user_id AS recipient, e.recorded_at, e.item
+     FROM receipt_events e JOIN messages m ON m.ref = e.message_ref
+     WHERE e.account_id = ? AND e.seq > ? ORDER BY e.seq LIMIT ?`,
   );
   return {
     '/receipts'(query, request) {
