@@ -115,6 +115,22 @@ describe('SQLite query plans', () => {
     );
   });
 
+  // A page is one range of its keyset index, in order: no sort. A contact's page reads no other table (its
+  // conversation's ids are bound); a campaign's joins each record's conversation by its ref.
+  it('reads a history page as one index range, without sorting', () => {
+    for (const kind of ['conversation', 'conversationCampaign', 'campaign', 'campaignChannel']) {
+      for (const step of ['first', 'next']) {
+        const plan = all.get(`queries.history.${kind}.${step}`);
+        expect(plan).toMatch(
+          /^SEARCH m USING INDEX messages_(history|campaign|conversation_campaign) \(account_id=\?/,
+        );
+        expect(plan).not.toMatch(/TEMP B-TREE/);
+        if (kind.startsWith('conversation')) expect(plan).not.toMatch(/SEARCH c /);
+        else expect(plan).toMatch(/SEARCH c USING INTEGER PRIMARY KEY \(rowid=\?\)$/);
+      }
+    }
+  });
+
   it('reads the review rollup by account and day range, and prunes it through the history index', () => {
     expect(all.get('rollup.counts')).toMatch(
       /review_counts USING PRIMARY KEY \(account_id=\? AND day>\? AND day<\?\)/,

@@ -5,12 +5,15 @@ import type { HistoryQuery, QueryStore } from '../store.js';
 import { refOf } from './account-ref.js';
 import { isBusy } from './busy.js';
 import { type Prepared, preparer } from './database.js';
-import { conversationRefOf, recordsWithConversation } from './record-refs.js';
-import { type Columns, DLR_COLUMNS, fromRow, MESSAGE_COLUMNS } from './rows.js';
+import { recordsWithConversation } from './record-refs.js';
+import { CONVERSATION_MESSAGE_COLUMNS, type Columns, DLR_COLUMNS, fromRow, MESSAGE_COLUMNS } from './rows.js';
 
 /** The parameters of a history page; `before_*` only on the statements that continue from a cursor. */
 export interface HistoryParams {
   account: string;
+  /** A contact's history: the conversation's ref, and the contact's and the conversation's ids. */
+  conversation_ref?: number;
+  contact?: string;
   conversation?: string;
   campaign?: string;
   channel?: string;
@@ -22,19 +25,24 @@ export interface HistoryParams {
 
 export type HistoryKind = 'conversation' | 'conversationCampaign' | 'campaign' | 'campaignChannel';
 
-const CONVERSATION = conversationRefOf('@account', '@conversation');
-
-// Each filter names its index so the plan cannot drift to a scan-and-sort; a wrong name fails at open.
-const HISTORY_FILTERS: Record<HistoryKind, { index: string; where: string }> = {
-  conversation: { index: 'messages_history', where: `m.conversation_ref = ${CONVERSATION}` },
+// Each filter names its index so the plan cannot drift to a scan-and-sort; a wrong name fails at open. A
+// contact's history is one conversation, read first (queries.conversation): its ids are bound, not joined.
+const HISTORY_FILTERS: Record<HistoryKind, { index: string; where: string; ofConversation: boolean }> = {
+  conversation: {
+    index: 'messages_history',
+    where: 'm.conversation_ref = @conversation_ref',
+    ofConversation: true,
+  },
   conversationCampaign: {
     index: 'messages_conversation_campaign',
-    where: `m.conversation_ref = ${CONVERSATION} AND m.campaign_id = @campaign`,
+    where: 'm.conversation_ref = @conversation_ref AND m.campaign_id = @campaign',
+    ofConversation: true,
   },
-  campaign: { index: 'messages_campaign', where: 'm.campaign_id = @campaign' },
+  campaign: { index: 'messages_campaign', where: 'm.campaign_id = @campaign', ofConversation: false },
   campaignChannel: {
     index: 'messages_campaign',
     where: 'm.campaign_id = @campaign AND m.channel = @channel',
+    ofConversation: false,
   },
 };
 
@@ -43,14 +51,17 @@ function historyStatement(
   kind: HistoryKind,
   keyset: boolean,
 ): Prepared<[HistoryParams], MessageRow<Columns>> {
-  const { index, where } = HISTORY_FILTERS[kind];
+  const { index, where, ofConversation } = HISTORY_FILTERS[kind];
+  const from = ofConversation
+    ? `${CONVERSATION_MESSAGE_COLUMNS} FROM messages m INDEXED BY ${index}`
+    : `${MESSAGE_COLUMNS} FROM ${recordsWithConversation(index)}`;
   // Row-value comparison under BINARY collation: the same total order as comparePositions, and an index
   // range rather than OFFSET, so rows arriving between pages cannot shift a later page.
   const after = keyset
     ? ' AND (m.created_at, m.id, m.channel_user_id) < (@before_at, @before_id, @before_user)'
     : '';
   return db.prepare<[HistoryParams], MessageRow<Columns>>(
-    `SELECT ${MESSAGE_COLUMNS} FROM ${recordsWithConversation(index)}
+    `SELECT ${from}
      WHERE m.account_id = ${refOf('@account')} AND ${where}${after}
      ORDER BY m.created_at DESC, m.id DESC, m.channel_user_id DESC
      LIMIT @limit`,
@@ -86,8 +97,8 @@ export function prepareQueries(db: Database.Database) {
     identity: prepare<[string, string, string], { contact_id: string }>(
       `SELECT contact_id FROM identities WHERE account_id = ${refOf('?')} AND channel = ? AND channel_user_id = ?`,
     ),
-    conversation: prepare<[string, string, string], { id: string }>(
-      `SELECT id FROM conversations WHERE account_id = ${refOf('?')} AND contact_id = ? AND channel = ?`,
+    conversation: prepare<[string, string, string], { ref: number; id: string }>(
+      `SELECT ref, id FROM conversations WHERE account_id = ${refOf('?')} AND contact_id = ? AND channel = ?`,
     ),
     history: {
       conversation: history('conversation'),
@@ -149,6 +160,8 @@ function listHistory(sql: QueryStatements, accountId: string, query: HistoryQuer
     if (query.channel === undefined) throw new Error('a contact history query needs a channel');
     const conversation = sql.conversation.get(accountId, query.contactId, query.channel);
     if (!conversation) return [];
+    params.conversation_ref = conversation.ref;
+    params.contact = query.contactId;
     params.conversation = conversation.id;
     if (query.campaignId !== undefined) {
       params.campaign = query.campaignId;

@@ -22,17 +22,27 @@ export const fromRow = shared.rowMappers<Columns>({
 export const { attempt: attemptFromRow, delivery: deliveryFromRow } = fromRow;
 
 export const ACCOUNT_COLUMNS = shared.ACCOUNT_COLUMNS;
+/** A record's columns: its own from `m`, the contact's and the conversation's ids from the SQL given. */
+const messageColumns = (contact: string, conversation: string): string =>
+  shared.MESSAGE_COLUMN_NAMES.map((column) =>
+    column === 'contact_id'
+      ? `${contact} AS contact_id`
+      : column === 'conversation_id'
+        ? `${conversation} AS conversation_id`
+        : `m.${column}`,
+  ).join(', ');
+
 /**
- * A record's columns from `recordsWithConversation()` (record-refs.ts): the record's own from `m`, the
- * contact's and the conversation's ids from its conversation's row `c`.
+ * A record's columns from `recordsWithConversation()` (record-refs.ts): the contact's and the conversation's
+ * ids from its conversation's row `c`.
  */
-export const MESSAGE_COLUMNS = shared.MESSAGE_COLUMN_NAMES.map((column) =>
-  column === 'contact_id'
-    ? 'c.contact_id'
-    : column === 'conversation_id'
-      ? 'c.id AS conversation_id'
-      : `m.${column}`,
-).join(', ');
+export const MESSAGE_COLUMNS = messageColumns('c.contact_id', 'c.id');
+
+/**
+ * The columns of records of one conversation already read (a contact's history): its ids are the parameters
+ * `@contact` and `@conversation`, so the page needs no join.
+ */
+export const CONVERSATION_MESSAGE_COLUMNS = messageColumns('@contact', '@conversation');
 export const DLR_COLUMNS = shared.DLR_COLUMN_NAMES.join(', ');
 export const DELIVERY_COLUMNS = shared.DELIVERY_COLUMNS;
 /** An event's columns from `eventsWithRecord` (record-refs.ts): the message id and number from its record `m`. */
