@@ -158,7 +158,7 @@ function pgSink(accountId, { messagesClients, keysClient, eventsClient }) {
     contact: (id) => c.row(id),
     identity: (channel, user, contactId) => i.row(channel, user, contactId),
     conversation: (contactId, channel, id) => v.row(contactId, channel, id),
-    sms(seq, createdAt, id, _key, contactId, to, conv, campaign, text, ...sms) {
+    sms(seq, createdAt, id, contactId, to, conv, campaign, text, ...sms) {
       share().row(
         seq,
         createdAt,
@@ -176,7 +176,7 @@ function pgSink(accountId, { messagesClients, keysClient, eventsClient }) {
         1,
       );
     },
-    inbound(seq, createdAt, id, _key, contactId, from, conv, text) {
+    inbound(seq, createdAt, id, contactId, from, conv, text) {
       share().row(
         seq,
         createdAt,
@@ -193,7 +193,7 @@ function pgSink(accountId, { messagesClients, keysClient, eventsClient }) {
         ...NO_SMS,
       );
     },
-    chat(seq, createdAt, id, _key, direction, contactId, user, conv, text, content, status) {
+    chat(seq, createdAt, id, direction, contactId, user, conv, text, content, status) {
       const row = [
         seq,
         createdAt,

@@ -23,7 +23,7 @@
 // SQLite: the store creates the file (migrations, bench account) and closes it; the load then runs on plain
 // better-sqlite3 connections with journal_mode OFF, synchronous OFF and the secondary indexes of `messages`
 // dropped (recreated from their sqlite_master text). The main thread writes every message record, in one
-// transaction, a chunk at a time in primary-key order; a helper thread runs the same generator and writes the
+// transaction, a chunk at a time in ingest order; a helper thread runs the same generator and writes the
 // receipt events, contacts, identities and conversations (with their indexes) into a side file, which is copied
 // in by SQLite's transfer optimization; the events, which name their record by its ref, are joined to the records
 // as they are copied. Then the account's last_message_seq / last_event_seq, the review rollup
@@ -180,8 +180,6 @@ const FINALS = [
   [1, 'unknown', ['99']],
 ];
 const FINAL_WEIGHT = FINALS.reduce((s, [w]) => s + w, 0);
-/** Ids of WhatsApp messages sort after every UUID ('w' > 'f'): their sort keys start above 2^32. */
-const WA_KEY = 4294967296;
 
 /** A contact's phone number: 447 and nine digits, distinct per contact index (48271 is coprime with 10^9). */
 const phoneNumber = (i) => `447${String((i * 48271) % 1_000_000_000).padStart(9, '0')}`;
@@ -216,15 +214,14 @@ export function periodOf({ end = DEFAULT_END, days = 90 }) {
  * have written them), through these methods (`event` only when `sink.events` is true):
  *
  *   contact(id) · identity(channel, channelUserId, contactId) · conversation(contactId, channel, id)
- *   sms(seq, createdAt, id, sortKey, contactId, to, conversationId, campaignId, text, smsStatus, network, price,
+ *   sms(seq, createdAt, id, contactId, to, conversationId, campaignId, text, smsStatus, network, price,
  *       drStatuscode, drErrcode, drTime)                   an outbound SMS recipient (counts is always 1)
- *   inbound(seq, createdAt, id, sortKey, contactId, from, conversationId, text)     an inbound SMS
- *   chat(seq, createdAt, id, sortKey, direction, contactId, channelUserId, conversationId, text, content, status)
+ *   inbound(seq, createdAt, id, contactId, from, conversationId, text)     an inbound SMS
+ *   chat(seq, createdAt, id, direction, contactId, channelUserId, conversationId, text, content, status)
  *                                                          a WHATSAPP record
  *   event(seq, id, messageId, recipient, recordedAt, messageCreatedAt, item)        a receipt_events row
  *
- * Times are epoch ms. `sortKey` orders records like their (id, channelUserId) approximately (the first 32 bits of
- * the id), for sinks that insert in key order. `run(n)` produces at least n more records (or the rest).
+ * Times are epoch ms. `run(n)` produces at least n more records (or the rest).
  */
 export function createDataset({ recipients, seed = 42, longMessages = 100_000, end, days = 90 }, sink) {
   const shape = datasetShape({ recipients, longMessages });
@@ -408,7 +405,6 @@ export function createDataset({ recipients, seed = 42, longMessages = 100_000, e
         ++seq,
         at,
         id,
-        key,
         contactId,
         to,
         conversationId,
@@ -445,7 +441,6 @@ export function createDataset({ recipients, seed = 42, longMessages = 100_000, e
       ++seq,
       at,
       uuid4(key),
-      key,
       contactIds[i],
       phoneOf(i),
       conversationId,
@@ -469,19 +464,7 @@ export function createDataset({ recipients, seed = 42, longMessages = 100_000, e
       status = s < 10 ? 'read' : s < 16 ? 'delivered' : s < 19 ? 'sent' : 'failed';
     }
     const direction = inbound ? 'inbound' : 'outbound';
-    sink.chat(
-      ++seq,
-      at,
-      id,
-      WA_KEY + key,
-      direction,
-      contactIds[i],
-      phoneOf(i),
-      conversationId,
-      text,
-      content,
-      status,
-    );
+    sink.chat(++seq, at, id, direction, contactIds[i], phoneOf(i), conversationId, text, content, status);
     return 1;
   };
 
@@ -562,10 +545,8 @@ async function prepareDatabase(databaseUrl, startMs) {
   }
 }
 
-/** Records per flush; the records of one are inserted in primary-key order. */
+/** Records per flush. */
 const CHUNK = 100_000;
-/** Sort keys carry the record's index in its chunk in their low bits. */
-const SLOT = 2 ** 20;
 /** Rows per multi-row INSERT: better-sqlite3's cost per call is then paid once for many rows. */
 const ROWS_PER_INSERT = 64;
 
@@ -632,12 +613,14 @@ function batchInsert(db, head, values, width) {
 
 /**
  * A sink writing into SQLite: `messages` takes the message records, `others` the receipt events, contacts,
- * identities and conversations. Records are buffered and inserted a chunk at a time in the order of their
- * ids, so the primary key of `messages` (account, id, channel_user_id) is written through its pages in order
- * rather than at random places (SQLite's own cost of a row here: 7.3 µs CPU at random, 3.3 in sorted chunks of
- * 100,000, for 1.2M rows); each keeps its `seq`, the ingest order /dlr lists recipients in,
- * and rowids follow time from chunk to chunk. Constants are SQL literals: on this path a bound string costs
- * more than SQLite's own work for it.
+ * identities and conversations. Records are buffered and inserted a chunk at a time, each kind in the order
+ * the service would have written them (their `seq`), so their refs (rowids) follow ingest order as the
+ * service's do: a receipt event then finds its record near its neighbours' (the feed's join, record-refs.ts).
+ * Written in id order instead (as before layout 4, to keep the unique key's inserts in order), the records of one
+ * page of the feed lay on as many random pages, and the join cost a quarter more than it does on a file the
+ * service wrote. The unique key (account, id, channel_user_id) is rebuilt after the load (loadSqlite), as
+ * compact as VACUUM leaves it. Constants are SQL literals: on this path a bound string costs more than SQLite's
+ * own work for it.
  */
 function sqliteSink(db, accountRef, { messages, others }) {
   // The account's integer ref (store/sqlite/account-ref.ts), which every table of its data keys it by.
@@ -701,35 +684,31 @@ function sqliteSink(db, accountRef, { messages, others }) {
     ],
   ].map(([values, width]) => ({
     insert: messages ? batchInsert(db, head, values, width) : null,
-    keys: new Float64Array(CHUNK + 16),
     rows: new Array(CHUNK + 16),
     n: 0,
   }));
   const [sms, inbound, chat] = kinds;
-  const add = (kind, sortKey, row) => {
-    if (kind.n >= kind.keys.length) throw new Error('datagen: chunk overflow');
-    kind.keys[kind.n] = sortKey * SLOT + kind.n;
+  const add = (kind, row) => {
+    if (kind.n >= kind.rows.length) throw new Error('datagen: chunk overflow');
     kind.rows[kind.n++] = row;
   };
   if (messages) {
-    // A row is what the sink receives but the sort key and the contact, with the conversation's ref in place
-    // of its id, in the order of the kind's INSERT.
-    sink.sms = (seq, at, id, key, _contactId, to, conversationId, ...rest) =>
-      add(sms, key, [seq, at, id, to, refOfConversation(conversationId), ...rest]);
-    sink.inbound = (seq, at, id, key, _contactId, from, conversationId, text) =>
-      add(inbound, key, [seq, at, id, from, refOfConversation(conversationId), text]);
-    sink.chat = (seq, at, id, key, direction, _contactId, channelUserId, conversationId, ...rest) =>
-      add(chat, key, [seq, at, id, direction, channelUserId, refOfConversation(conversationId), ...rest]);
+    // A row is what the sink receives but the contact, with the conversation's ref in place of its id, in the
+    // order of the kind's INSERT.
+    sink.sms = (seq, at, id, _contactId, to, conversationId, ...rest) =>
+      add(sms, [seq, at, id, to, refOfConversation(conversationId), ...rest]);
+    sink.inbound = (seq, at, id, _contactId, from, conversationId, text) =>
+      add(inbound, [seq, at, id, from, refOfConversation(conversationId), text]);
+    sink.chat = (seq, at, id, direction, _contactId, channelUserId, conversationId, ...rest) =>
+      add(chat, [seq, at, id, direction, channelUserId, refOfConversation(conversationId), ...rest]);
   } else {
     sink.sms = sink.inbound = sink.chat = noop;
   }
-  /** Inserts the buffered records, each kind in key order, and the pending events. */
+  /** Inserts the buffered records, each kind in ingest order, and the pending events. */
   sink.flush = () => {
     for (const kind of kinds) {
       if (kind.n === 0) continue;
-      const sorted = kind.keys.subarray(0, kind.n).sort();
-      for (let k = 0; k < kind.n; k++) {
-        const i = sorted[k] % SLOT;
+      for (let i = 0; i < kind.n; i++) {
         kind.insert.add(kind.rows[i]);
         kind.rows[i] = undefined;
       }
@@ -858,6 +837,10 @@ async function loadSqlite(options, databaseUrl, log) {
     log(
       `  main thread: ${sink.written.toLocaleString('en')} message records in ${lap()}: ${cpuText(gen.cpu)}`,
     );
+    // The unique key took the records' random ids in ingest order, as the service's does; rebuilt, it is as
+    // compact as VACUUM leaves it, as the generator's sorted load left it before.
+    db.exec('REINDEX messages');
+    log(`  unique key of messages rebuilt ${lap()}`);
     for (const { name, sql } of messageIndexes) {
       db.exec(sql);
       log(`  index ${name} ${lap()}`);

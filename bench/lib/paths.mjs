@@ -27,7 +27,8 @@ const load = (path) => import(pathToFileURL(join(serverDist, path)).href);
  * The layout of a generated dataset. A manifest of an older one is generated again: 2 stores each receipt
  * event's item as the store does since issue 19's fifth pass (store/event-item.ts), not as its whole JSON;
  * 3 keys SQLite's rows by the account's integer ref (store/sqlite/account-ref.ts, the sixth pass); 4 names a
- * SQLite record's conversation by its ref (store/sqlite/record-refs.ts, the seventh pass).
+ * SQLite record's conversation, and an event's record, by its ref (store/sqlite/record-refs.ts, the seventh
+ * pass), with the records written in ingest order.
  */
 export const DATASET_VERSION = 4;
 
