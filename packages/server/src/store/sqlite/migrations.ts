@@ -627,7 +627,9 @@ export const MIGRATIONS: readonly Migration[] = [
         ORDER BY t.rowid;
 
       -- A receipt event names its recipient by the record's ref instead of the message id and number, which
-      -- the record holds: 48 bytes of every event and of every entry of its index by message.
+      -- the record holds: 48 bytes of every event and of every entry of its index by message. A record and its
+      -- events always go together (retention cuts both at the record's created_at, an account's deletion takes
+      -- both), so every event finds its record; one that did not could not be shown and is not carried over.
       CREATE TABLE receipt_events_v10 (
         account_id INTEGER NOT NULL,
         seq INTEGER NOT NULL,
