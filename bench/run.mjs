@@ -255,6 +255,7 @@ if (readNames.length > 0) {
         accessLog,
         cpus: '0',
         label: 'baseline',
+        cpuProf,
         env: serverEnv,
       })
     : null;
