@@ -579,8 +579,9 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: `
       -- A record names its conversation by the conversation's integer ref instead of carrying the contact's
       -- and the conversation's 36-character ids: the conversation is always the (contact, channel) pair's, so
-      -- its row gives both ids back (record-refs.ts). That was 72 bytes of every record and 36 of every history index
-      -- entry. A conversation's ref, and a record's, is its rowid, declared, so VACUUM cannot renumber it.
+      -- its row gives both ids back (record-refs.ts). That was 72 bytes of every record and 36 of every
+      -- history index entry. A conversation's ref, and a record's, is its rowid, declared, so VACUUM cannot
+      -- renumber it.
       CREATE TABLE conversations_v10 (
         ref INTEGER PRIMARY KEY,
         account_id INTEGER NOT NULL,
