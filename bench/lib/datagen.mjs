@@ -861,8 +861,8 @@ async function loadSqlite(options, databaseUrl, log) {
     const eventIndexes = list('receipt_events', 'index');
     for (const { name } of eventIndexes) db.exec(`DROP INDEX ${quoteName(name)}`);
     db.exec(
-      `INSERT INTO receipt_events (account_id, seq, id, message_ref, recorded_at, message_created_at, item)
-       SELECT ${accountRef}, e.seq, e.id, m.ref, e.recorded_at, e.message_created_at, e.item
+      `INSERT INTO receipt_events (account_id, seq, id, message_ref, recorded_at, item)
+       SELECT ${accountRef}, e.seq, e.id, m.ref, e.recorded_at, e.item
        FROM part.event_rows e
          JOIN messages m ON m.account_id = ${accountRef} AND m.id = e.message_id AND m.channel_user_id = e.recipient
        ORDER BY e.seq`,

@@ -52,15 +52,38 @@ export function messagesRoutes(db, authenticate) {
      JOIN conversations c ON c.account_id = i.account_id AND c.contact_id = i.contact_id AND c.channel = i.channel
      WHERE i.account_id = ? AND i.channel = ? AND i.channel_user_id = ?`,
   );
-  const page = (keyset) =>
+  // The history index orders a conversation's records by (created_at, rowid) (migration 11): the records of
+  // one millisecond are put in the total order here, and the page's last millisecond read whole when the page
+  // cuts it, as any server on this layout must.
+  const page = (keyset, tie) =>
     db.prepare(
       `SELECT ${RECORD_COLUMNS} FROM messages m INDEXED BY messages_history
        WHERE m.account_id = @account AND m.conversation_ref = @conversation
-       ${keyset ? 'AND (m.created_at, m.id, m.channel_user_id) < (@at, @id, @user)' : ''}
-       ORDER BY m.created_at DESC, m.id DESC, m.channel_user_id DESC LIMIT @limit`,
+       ${keyset ? 'AND m.created_at <= @at AND (m.created_at, m.id, m.channel_user_id) < (@at, @id, @user)' : ''}
+       ${tie ? 'AND m.created_at = @tie' : 'ORDER BY m.created_at DESC, m.ref DESC LIMIT @limit'}`,
     );
-  const firstPage = page(false);
-  const nextPage = page(true);
+  const firstPage = page(false, false);
+  const nextPage = page(true, false);
+  const firstTie = page(false, true);
+  const nextTie = page(true, true);
+  const newestFirst = (a, b) =>
+    b.created_at - a.created_at ||
+    Buffer.compare(Buffer.from(b.id), Buffer.from(a.id)) ||
+    Buffer.compare(Buffer.from(b.channel_user_id), Buffer.from(a.channel_user_id));
+  function inOrder(statement, tie, params) {
+    let rows = statement.all({ ...params, limit: params.limit + 1 });
+    const last = rows[params.limit - 1]?.created_at;
+    if (rows.length > params.limit && rows[params.limit].created_at === last) {
+      rows = rows.filter((row) => row.created_at !== last).concat(tie.all({ ...params, tie: last }));
+    }
+    for (let i = 1; i < rows.length; i++) {
+      if (rows[i].created_at === rows[i - 1].created_at) {
+        rows.sort(newestFirst);
+        break;
+      }
+    }
+    return rows.slice(0, params.limit);
+  }
 
   function history(account, query) {
     const channel = query.get('channel')?.toUpperCase();
@@ -80,9 +103,9 @@ export function messagesRoutes(db, authenticate) {
       if (dot <= 0 || cursor.slice(dot + 1) !== cursorMac(CURSOR, payload, binding))
         return [400, { detail: 'cursor is not valid for this query' }];
       [params.at, params.id, params.user] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
-      rows = nextPage.all(params);
+      rows = inOrder(nextPage, nextTie, params);
     } else {
-      rows = firstPage.all(params);
+      rows = inOrder(firstPage, firstTie, params);
     }
     const hasMore = rows.length > size;
     const messages = rows.slice(0, size).reverse();

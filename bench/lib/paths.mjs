@@ -28,9 +28,10 @@ const load = (path) => import(pathToFileURL(join(serverDist, path)).href);
  * event's item as the store does since issue 19's fifth pass (store/event-item.ts), not as its whole JSON;
  * 3 keys SQLite's rows by the account's integer ref (store/sqlite/account-ref.ts, the sixth pass); 4 names a
  * SQLite record's conversation, and an event's record, by its ref (store/sqlite/record-refs.ts, the seventh
- * pass), with the records written in ingest order.
+ * pass), with the records written in ingest order; 5 is SQLite's migration 11 (the eighth pass): events without
+ * their record's time and the indexes by it and by their id, a conversation's history indexes by time alone.
  */
-export const DATASET_VERSION = 4;
+export const DATASET_VERSION = 5;
 
 /**
  * What the data generator calls in the built server: schema, account, wire items and the stored form of an

@@ -68,6 +68,8 @@ function downgradeTo(path: string, version: number): void {
           return '(SELECT id FROM cur.messages WHERE ref = t.message_ref)';
         if (name === 'receipt_events' && c === 'recipient')
           return '(SELECT channel_user_id FROM cur.messages WHERE ref = t.message_ref)';
+        if (name === 'receipt_events' && c === 'message_created_at')
+          return '(SELECT created_at FROM cur.messages WHERE ref = t.message_ref)';
         return `t.${c}`;
       });
       db.exec(
@@ -110,8 +112,8 @@ const carrierDr = (carrierId: string): CarrierReceiptInput => ({
   drTime: at(9),
 });
 
-describe('SQLite integer account and conversation refs (migrations 9 and 10)', () => {
-  it.each([8, 9])(
+describe('SQLite integer account and conversation refs, and leaner event and history indexes (migrations 9 to 11)', () => {
+  it.each([8, 9, 10])(
     'carries a file of migration %i’s layout over whole: every read answers as before, parked receipts and carrier pairs still match',
     async (version) => {
       const path = join(dir, `old-${files++}.db`);
@@ -179,7 +181,10 @@ describe('SQLite integer account and conversation refs (migrations 9 and 10)', (
         );
       }
       // Four conversations: a's SMS and WhatsApp ones with TO, a's SMS one with TO2, b's with TO.
-      expect(raw.prepare('SELECT count(DISTINCT conversation_id) FROM messages').pluck().get()).toBe(4);
+      if (version < 10) {
+        expect(raw.prepare('SELECT count(DISTINCT conversation_id) FROM messages').pluck().get()).toBe(4);
+      }
+      expect(raw.prepare('SELECT count(message_created_at) FROM receipt_events').pluck().get()).toBe(4);
       raw.close();
 
       store = open(path);
@@ -202,6 +207,13 @@ describe('SQLite integer account and conversation refs (migrations 9 and 10)', (
         const columns = db.prepare("SELECT name FROM pragma_table_info('messages')").pluck().all();
         expect(columns).not.toContain('contact_id');
         expect(columns).not.toContain('conversation_id');
+        // Migration 11: events carry no time of their record, and neither index by it nor by the event id.
+        expect(
+          db.prepare("SELECT name FROM pragma_table_info('receipt_events')").pluck().all(),
+        ).not.toContain('message_created_at');
+        expect(
+          db.prepare("SELECT name FROM pragma_index_list('receipt_events') ORDER BY name").pluck().all(),
+        ).toEqual(['receipt_events_message', 'sqlite_autoindex_receipt_events_1']);
         db.close();
         expect(refs).toHaveLength(2);
 

@@ -45,9 +45,10 @@ function plans(): Map<string, string> {
 // "redeliver every dead delivery" (the partial dead index) and backfill (one pass over the account's events,
 // which have no index by time). Creating an account looks up the new account's console sessions (the foreign
 // key's bookkeeping, shown once the account_refs trigger is in the plan): a new account has none. Retention
-// and its rollup walk every conversation once, searching each one's expired range of the history index.
+// and its rollup walk every conversation once, searching each one's expired range of the history index (and
+// the expired records' events by their index by record).
 const WHOLE_ACCOUNT =
-  /^(accounts\.(insertAccount|deleteAccountData\.\d+|deleteAccountRow|anyAccount|clearCallbackSecrets)|outbox\.(nextDue|earliestPending|deadRows|backfillRows|stats)|prune\.messages|rollup\.prune(Counts|Latency))$/;
+  /^(accounts\.(insertAccount|deleteAccountData\.\d+|deleteAccountRow|anyAccount|clearCallbackSecrets)|outbox\.(nextDue|earliestPending|deadRows|backfillRows|stats|pruneEvents)|prune\.messages|rollup\.prune(Counts|Latency))$/;
 
 describe('SQLite query plans', () => {
   const all = plans();
@@ -129,19 +130,39 @@ describe('SQLite query plans', () => {
         else expect(plan).toMatch(/SEARCH c USING INTEGER PRIMARY KEY \(rowid=\?\)$/);
       }
     }
+    // A conversation's indexes end at created_at (migration 11): the page after a cursor is a range of it, and
+    // the records of the page's last millisecond are one probe.
+    expect(all.get('queries.history.conversation.next')).toMatch(
+      /messages_history \(account_id=\? AND conversation_ref=\? AND created_at<\?\)/,
+    );
+    for (const kind of ['conversation', 'conversationCampaign']) {
+      for (const step of ['firstTie', 'nextTie']) {
+        expect(all.get(`queries.history.${kind}.${step}`)).toMatch(
+          /^SEARCH m USING INDEX messages_(history|conversation_campaign) \(account_id=\? AND conversation_ref=\? AND (campaign_id=\? AND )?created_at=\?\)/,
+        );
+      }
+    }
   });
 
-  it('reads the review rollup by account and day range, and prunes it through the history index', () => {
+  it('reads the review rollup by account and day range, and prunes it and the events through the history index', () => {
     expect(all.get('rollup.counts')).toMatch(
       /review_counts USING PRIMARY KEY \(account_id=\? AND day>\? AND day<\?\)/,
     );
     expect(all.get('rollup.latency')).toMatch(
       /review_latency USING PRIMARY KEY \(account_id=\? AND day>\? AND day<\?\)/,
     );
-    for (const name of ['rollup.pruneCounts', 'rollup.pruneLatency', 'prune.messages']) {
+    for (const name of [
+      'rollup.pruneCounts',
+      'rollup.pruneLatency',
+      'prune.messages',
+      'outbox.pruneEvents',
+    ]) {
       expect(all.get(name)).toMatch(
         /messages USING (COVERING )?INDEX messages_history \(account_id=\? AND conversation_ref=\? AND created_at<\?\)/,
       );
     }
+    expect(all.get('outbox.pruneEvents')).toMatch(
+      /^SEARCH receipt_events USING INDEX receipt_events_message \(account_id=\? AND message_ref=\?\)/,
+    );
   });
 });

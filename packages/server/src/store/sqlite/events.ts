@@ -18,9 +18,9 @@ export function prepareEvents(db: Database.Database) {
     ),
     // The recipient by its record's ref (record-refs.ts): the record is written before its events, in the same
     // transaction, so the ref is never NULL (the column's NOT NULL would refuse the batch if it were).
-    insertEvent: prepare<[string, number, string, string, string, string, number, number, string]>(
-      `INSERT INTO receipt_events (account_id, seq, id, message_ref, recorded_at, message_created_at, item)
-       VALUES (${refOf('?')}, ?, ?, ${recordRefOf('?', '?', '?')}, ?, ?, ?)`,
+    insertEvent: prepare<[string, number, string, string, string, string, number, string]>(
+      `INSERT INTO receipt_events (account_id, seq, id, message_ref, recorded_at, item)
+       VALUES (${refOf('?')}, ?, ?, ${recordRefOf('?', '?', '?')}, ?, ?)`,
     ),
     // All of a batch's recipients in one statement (a JSON array of [messageId, to]). Pinned to the recipient
     // index: left to itself the planner searches (account_id, state) and reads every pending delivery of the
@@ -83,7 +83,6 @@ export function writeEvents(
       event.messageId,
       event.to,
       recordedAt,
-      messageCreatedAt,
       storedItem(event.item, event.messageId, event.to),
     );
     if (event.delivery !== null) {

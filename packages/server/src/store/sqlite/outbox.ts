@@ -244,7 +244,7 @@ export function prepareOutbox(db: Database) {
     backfillQueue: prepare<[{ account: string; seq: number; now: number }]>(
       `INSERT INTO deliveries (account_id, seq, id, message_id, recipient, state, created_at, message_created_at,
          next_attempt_at)
-       SELECT e.account_id, e.seq, e.id, m.id, m.channel_user_id, 'pending', @now, e.message_created_at, @now
+       SELECT e.account_id, e.seq, e.id, m.id, m.channel_user_id, 'pending', @now, m.created_at, @now
        FROM ${eventsWithRecord} WHERE e.account_id = ${refOf('@account')} AND e.seq = @seq`,
     ),
     supersedeOne: prepare<[string, number]>(
@@ -256,7 +256,14 @@ export function prepareOutbox(db: Database) {
          SELECT account_id, seq FROM deliveries WHERE message_created_at < ?)`,
     ),
     pruneDeliveries: prepare<[number]>('DELETE FROM deliveries WHERE message_created_at < ?'),
-    pruneEvents: prepare<[number]>('DELETE FROM receipt_events WHERE message_created_at < ?'),
+    // Through the expired records, each conversation's range of the history index, then each record's events
+    // by receipt_events_message: the events carry no time of their record (migration 11). Runs before the
+    // records go.
+    pruneEvents: prepare<[number]>(
+      `DELETE FROM receipt_events INDEXED BY receipt_events_message WHERE (account_id, message_ref) IN (
+         SELECT account_id, ref FROM messages
+         WHERE (account_id, conversation_ref) IN (SELECT account_id, ref FROM conversations) AND created_at < ?)`,
+    ),
   };
 }
 

@@ -20,6 +20,8 @@ export interface HistoryParams {
   before_at?: number;
   before_id?: string;
   before_user?: string;
+  /** The millisecond whose records `tie` reads. */
+  tie_at?: number;
   limit: number;
 }
 
@@ -27,43 +29,60 @@ export type HistoryKind = 'conversation' | 'conversationCampaign' | 'campaign' |
 
 // Each filter names its index so the plan cannot drift to a scan-and-sort; a wrong name fails at open. A
 // contact's history is one conversation, read first (queries.conversation): its ids are bound, not joined.
-const HISTORY_FILTERS: Record<HistoryKind, { index: string; where: string; ofConversation: boolean }> = {
+// A conversation's indexes key its records by time alone (migration 11): they are read in (created_at, ref)
+// order, and byTime marks that the records of one millisecond are put in the contract's order in JavaScript
+// (listHistory). A campaign's index keeps the whole keyset: one campaign's records at one time are common.
+const HISTORY_FILTERS: Record<HistoryKind, { index: string; where: string; byTime: boolean }> = {
   conversation: {
     index: 'messages_history',
     where: 'm.conversation_ref = @conversation_ref',
-    ofConversation: true,
+    byTime: true,
   },
   conversationCampaign: {
     index: 'messages_conversation_campaign',
     where: 'm.conversation_ref = @conversation_ref AND m.campaign_id = @campaign',
-    ofConversation: true,
+    byTime: true,
   },
-  campaign: { index: 'messages_campaign', where: 'm.campaign_id = @campaign', ofConversation: false },
+  campaign: { index: 'messages_campaign', where: 'm.campaign_id = @campaign', byTime: false },
   campaignChannel: {
     index: 'messages_campaign',
     where: 'm.campaign_id = @campaign AND m.channel = @channel',
-    ofConversation: false,
+    byTime: false,
   },
 };
 
+/**
+ * A page's read: the first page, or the page after a cursor (`keyset`); `tie` reads instead every record of
+ * the millisecond `@tie_at` that such a page may hold (byTime only), in no order.
+ */
 function historyStatement(
   db: Database.Database,
   kind: HistoryKind,
   keyset: boolean,
+  tie = false,
 ): Prepared<[HistoryParams], MessageRow<Columns>> {
-  const { index, where, ofConversation } = HISTORY_FILTERS[kind];
-  const from = ofConversation
+  const { index, where, byTime } = HISTORY_FILTERS[kind];
+  const from = byTime
     ? `${CONVERSATION_MESSAGE_COLUMNS} FROM messages m INDEXED BY ${index}`
     : `${MESSAGE_COLUMNS} FROM ${recordsWithConversation(index)}`;
   // Row-value comparison under BINARY collation: the same total order as comparePositions, and an index
-  // range rather than OFFSET, so rows arriving between pages cannot shift a later page.
+  // range rather than OFFSET, so rows arriving between pages cannot shift a later page. The index by time
+  // alone takes its range from the first term.
   const after = keyset
-    ? ' AND (m.created_at, m.id, m.channel_user_id) < (@before_at, @before_id, @before_user)'
+    ? `${byTime ? ' AND m.created_at <= @before_at' : ''}
+         AND (m.created_at, m.id, m.channel_user_id) < (@before_at, @before_id, @before_user)`
     : '';
+  if (tie) {
+    return db.prepare(`SELECT ${from} WHERE m.account_id = ${refOf('@account')} AND ${where}${after}
+       AND m.created_at = @tie_at`);
+  }
+  const order = byTime
+    ? 'm.created_at DESC, m.ref DESC'
+    : 'm.created_at DESC, m.id DESC, m.channel_user_id DESC';
   return db.prepare<[HistoryParams], MessageRow<Columns>>(
     `SELECT ${from}
      WHERE m.account_id = ${refOf('@account')} AND ${where}${after}
-     ORDER BY m.created_at DESC, m.id DESC, m.channel_user_id DESC
+     ORDER BY ${order}
      LIMIT @limit`,
   );
 }
@@ -71,10 +90,15 @@ function historyStatement(
 /** The statements of the query endpoints' reads, prepared once when the store opens. */
 export function prepareQueries(db: Database.Database) {
   const prepare = preparer(db);
-  const history = (kind: HistoryKind) => ({
-    first: historyStatement(db, kind, false),
-    next: historyStatement(db, kind, true),
-  });
+  const history = (kind: HistoryKind) => {
+    const byTime = HISTORY_FILTERS[kind].byTime;
+    return {
+      first: historyStatement(db, kind, false),
+      next: historyStatement(db, kind, true),
+      firstTie: byTime ? historyStatement(db, kind, false, true) : undefined,
+      nextTie: byTime ? historyStatement(db, kind, true, true) : undefined,
+    };
+  };
   return {
     // The primary key finds every recipient of the id; sorting that handful by seq is cheap.
     // No ORDER BY: SQLite's sorter costs ~4× the primary-key lookup even for the 1–3 rows of a message
@@ -180,9 +204,51 @@ function listHistory(sql: QueryStatements, accountId: string, query: HistoryQuer
   } else {
     throw new Error('a history query needs a contactId or a campaignId');
   }
-  if (query.before === undefined) return statements.first.all(params).map(fromRow.message);
-  params.before_at = query.before.createdAt.getTime();
-  params.before_id = query.before.id;
-  params.before_user = query.before.channelUserId;
-  return statements.next.all(params).map(fromRow.message);
+  let page = statements.first;
+  let tie = statements.firstTie;
+  if (query.before !== undefined) {
+    params.before_at = query.before.createdAt.getTime();
+    params.before_id = query.before.id;
+    params.before_user = query.before.channelUserId;
+    page = statements.next;
+    tie = statements.nextTie;
+  }
+  const rows = tie === undefined ? page.all(params) : pageByTime(page, tie, params);
+  return rows.map(fromRow.message);
+}
+
+/**
+ * The first `limit` records in the contract's order (created_at, id, channel_user_id, newest first) from an
+ * index that orders them by (created_at, ref). Only records of one millisecond can be out of order, and only
+ * the page's last millisecond can be cut short: one more record is read to tell, and when it shares that
+ * millisecond, all of its records are read (`tie`) and sorted, so the page is the same as the full keyset's.
+ */
+function pageByTime(
+  page: Prepared<[HistoryParams], MessageRow<Columns>>,
+  tie: Prepared<[HistoryParams], MessageRow<Columns>>,
+  params: HistoryParams,
+): MessageRow<Columns>[] {
+  const limit = params.limit;
+  let rows = page.all({ ...params, limit: limit + 1 });
+  if (rows.length > limit) {
+    const last = rows[limit - 1]?.created_at;
+    if (rows[limit]?.created_at === last && last !== undefined) {
+      const before = rows.filter((row) => row.created_at !== last);
+      rows = before.concat(tie.all({ ...params, tie_at: last }));
+    }
+  }
+  let tied = false;
+  for (let i = 1; i < rows.length && !tied; i++) tied = rows[i]?.created_at === rows[i - 1]?.created_at;
+  if (tied) rows.sort(newestFirst);
+  if (rows.length > limit) rows.length = limit;
+  return rows;
+}
+
+/** The contract's total order, newest first; strings bytewise as UTF-8, as SQLite's BINARY collation. */
+function newestFirst(a: MessageRow<Columns>, b: MessageRow<Columns>): number {
+  return (
+    b.created_at - a.created_at ||
+    Buffer.compare(Buffer.from(b.id), Buffer.from(a.id)) ||
+    Buffer.compare(Buffer.from(b.channel_user_id), Buffer.from(a.channel_user_id))
+  );
 }
