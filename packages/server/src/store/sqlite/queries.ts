@@ -31,7 +31,7 @@ export type HistoryKind = 'conversation' | 'conversationCampaign' | 'campaign' |
 // contact's history is one conversation, read first (queries.conversation): its ids are bound, not joined.
 // A conversation's indexes key its records by time alone (migration 11): they are read in (created_at, ref)
 // order, and byTime marks that the records of one millisecond are put in the contract's order in JavaScript
-// (listHistory). A campaign's index keeps the whole keyset: one campaign's records at one time are common.
+// (pageByTime). A campaign's index keeps the whole keyset: one campaign's records at one time are common.
 const HISTORY_FILTERS: Record<HistoryKind, { index: string; where: string; byTime: boolean }> = {
   conversation: {
     index: 'messages_history',
@@ -73,7 +73,10 @@ function historyStatement(
          AND (m.created_at, m.id, m.channel_user_id) < (@before_at, @before_id, @before_user)`
     : '';
   if (tie) {
-    return db.prepare(`SELECT ${from} WHERE m.account_id = ${refOf('@account')} AND ${where}${after}
+    return db.prepare<
+      [HistoryParams],
+      MessageRow<Columns>
+    >(`SELECT ${from} WHERE m.account_id = ${refOf('@account')} AND ${where}${after}
        AND m.created_at = @tie_at`);
   }
   const order = byTime
@@ -213,8 +216,7 @@ function listHistory(sql: QueryStatements, accountId: string, query: HistoryQuer
     page = statements.next;
     tie = statements.nextTie;
   }
-  const rows = tie === undefined ? page.all(params) : pageByTime(page, tie, params);
-  return rows.map(fromRow.message);
+  return tie === undefined ? page.all(params).map(fromRow.message) : pageByTime(page, tie, params);
 }
 
 /**
@@ -227,7 +229,7 @@ function pageByTime(
   page: Prepared<[HistoryParams], MessageRow<Columns>>,
   tie: Prepared<[HistoryParams], MessageRow<Columns>>,
   params: HistoryParams,
-): MessageRow<Columns>[] {
+): StoredMessage[] {
   const limit = params.limit;
   let rows = page.all({ ...params, limit: limit + 1 });
   if (rows.length > limit) {
@@ -239,16 +241,9 @@ function pageByTime(
   }
   let tied = false;
   for (let i = 1; i < rows.length && !tied; i++) tied = rows[i]?.created_at === rows[i - 1]?.created_at;
-  if (tied) rows.sort(newestFirst);
-  if (rows.length > limit) rows.length = limit;
-  return rows;
-}
-
-/** The contract's total order, newest first; strings bytewise as UTF-8, as SQLite's BINARY collation. */
-function newestFirst(a: MessageRow<Columns>, b: MessageRow<Columns>): number {
-  return (
-    b.created_at - a.created_at ||
-    Buffer.compare(Buffer.from(b.id), Buffer.from(a.id)) ||
-    Buffer.compare(Buffer.from(b.channel_user_id), Buffer.from(a.channel_user_id))
-  );
+  if (rows.length > limit && !tied) rows.length = limit;
+  const messages = rows.map(fromRow.message);
+  if (!tied) return messages;
+  messages.sort((a, b) => comparePositions(positionOf(b), positionOf(a)));
+  return messages.slice(0, limit);
 }
