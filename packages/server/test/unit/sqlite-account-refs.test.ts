@@ -70,6 +70,9 @@ function downgradeTo(path: string, version: number): void {
           return '(SELECT channel_user_id FROM cur.messages WHERE ref = t.message_ref)';
         if (name === 'receipt_events' && c === 'message_created_at')
           return '(SELECT created_at FROM cur.messages WHERE ref = t.message_ref)';
+        if (name === 'deliveries' && c === 'message_created_at')
+          return `(SELECT m.created_at FROM cur.receipt_events e JOIN cur.messages m ON m.ref = e.message_ref
+                   WHERE e.account_id = t.account_id AND e.seq = t.seq)`;
         return `t.${c}`;
       });
       db.exec(
@@ -185,6 +188,7 @@ describe('SQLite integer account and conversation refs, and leaner event and his
         expect(raw.prepare('SELECT count(DISTINCT conversation_id) FROM messages').pluck().get()).toBe(4);
       }
       expect(raw.prepare('SELECT count(message_created_at) FROM receipt_events').pluck().get()).toBe(4);
+      expect(raw.prepare('SELECT count(message_created_at) FROM deliveries').pluck().get()).toBe(3);
       raw.close();
 
       store = open(path);
@@ -214,6 +218,9 @@ describe('SQLite integer account and conversation refs, and leaner event and his
         expect(
           db.prepare("SELECT name FROM pragma_index_list('receipt_events') ORDER BY name").pluck().all(),
         ).toEqual(['receipt_events_message', 'sqlite_autoindex_receipt_events_1']);
+        expect(db.prepare("SELECT name FROM pragma_table_info('deliveries')").pluck().all()).not.toContain(
+          'message_created_at',
+        );
         db.close();
         expect(refs).toHaveLength(2);
 

@@ -46,9 +46,9 @@ function plans(): Map<string, string> {
 // which have no index by time). Creating an account looks up the new account's console sessions (the foreign
 // key's bookkeeping, shown once the account_refs trigger is in the plan): a new account has none. Retention
 // and its rollup walk every conversation once, searching each one's expired range of the history index (and
-// the expired records' events by their index by record).
+// the expired records' events by their index by record, and those events' deliveries and attempts by seq).
 const WHOLE_ACCOUNT =
-  /^(accounts\.(insertAccount|deleteAccountData\.\d+|deleteAccountRow|anyAccount|clearCallbackSecrets)|outbox\.(nextDue|earliestPending|deadRows|backfillRows|stats|pruneEvents)|prune\.messages|rollup\.prune(Counts|Latency))$/;
+  /^(accounts\.(insertAccount|deleteAccountData\.\d+|deleteAccountRow|anyAccount|clearCallbackSecrets)|outbox\.(nextDue|earliestPending|deadRows|backfillRows|stats|prune(Attempts|Deliveries|Events))|prune\.messages|rollup\.prune(Counts|Latency))$/;
 
 describe('SQLite query plans', () => {
   const all = plans();
@@ -164,5 +164,15 @@ describe('SQLite query plans', () => {
     expect(all.get('outbox.pruneEvents')).toMatch(
       /^SEARCH receipt_events USING INDEX receipt_events_message \(account_id=\? AND message_ref=\?\)/,
     );
+    for (const [name, table] of [
+      ['outbox.pruneDeliveries', 'deliveries'],
+      ['outbox.pruneAttempts', 'delivery_attempts'],
+    ] as const) {
+      expect(all.get(name)).toMatch(
+        new RegExp(
+          `^SEARCH ${table} USING PRIMARY KEY \\(account_id=\\? AND seq=\\?\\).*SEARCH e USING (COVERING )?INDEX receipt_events_message \\(account_id=\\? AND message_ref=\\?\\).*messages_history \\(account_id=\\? AND conversation_ref=\\? AND created_at<\\?\\)`,
+        ),
+      );
+    }
   });
 });

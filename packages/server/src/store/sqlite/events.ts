@@ -31,10 +31,9 @@ export function prepareEvents(db: Database.Database) {
          AND (message_id, recipient) IN (SELECT value ->> 0, value ->> 1 FROM json_each(@recipients))
          AND state = 'pending'`,
     ),
-    insertDelivery: prepare<[string, number, string, string, string, string, number, number, number | null]>(
-      `INSERT INTO deliveries (account_id, seq, id, message_id, recipient, state, created_at, message_created_at,
-         next_attempt_at)
-       VALUES (${refOf('?')}, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    insertDelivery: prepare<[string, number, string, string, string, string, number, number | null]>(
+      `INSERT INTO deliveries (account_id, seq, id, message_id, recipient, state, created_at, next_attempt_at)
+       VALUES (${refOf('?')}, ?, ?, ?, ?, ?, ?, ?)`,
     ),
   };
 }
@@ -74,7 +73,6 @@ export function writeEvents(
   for (const event of events) {
     seq++;
     const recordedAt = event.recordedAt.getTime();
-    const messageCreatedAt = event.messageCreatedAt.getTime();
     sql.insertEvent.run(
       accountId,
       seq,
@@ -94,7 +92,6 @@ export function writeEvents(
         event.to,
         event.delivery,
         recordedAt,
-        messageCreatedAt,
         event.delivery === 'pending' ? recordedAt : null,
       );
     }

@@ -668,15 +668,18 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 11,
-    name: 'receipt events without their own time and id indexes, a conversation history index by time alone',
+    name: 'receipt events and deliveries without their own time index, events without their id index, a conversation history index by time alone',
     sql: `
       -- Nothing reads an event by its id (a delivery is found by deliveries_id, which keeps the id unique
       -- among the events that queue one), and ULIDs do not collide: the index was 39 bytes a recipient.
       DROP INDEX receipt_events_id;
-      -- Retention finds an expired event through its record (prune.ts), as it finds the record, so the event
-      -- need not carry the record's created_at, nor an index by it.
+      -- Retention finds an expired event through its record (outbox.ts, pruneEvents), as it finds the record,
+      -- and a delivery and its attempts through their event (one delivery per event, by its seq), so neither
+      -- needs to carry the record's created_at, nor an index by it.
       DROP INDEX receipt_events_prune;
       ALTER TABLE receipt_events DROP COLUMN message_created_at;
+      DROP INDEX deliveries_prune;
+      ALTER TABLE deliveries DROP COLUMN message_created_at;
       -- A conversation's history index keys the records by time alone: the rowid that ends every entry gives
       -- an order without a sort, and the rare records of one conversation at the same millisecond are put in
       -- the contract's order (id, number) when read (queries.ts). The message id and number were 47 of the

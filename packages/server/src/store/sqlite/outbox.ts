@@ -83,6 +83,13 @@ const fromDeliveries = (index?: string) =>
   `FROM deliveries d${index ? ` INDEXED BY ${index}` : ''} JOIN receipt_events e ON e.account_id = d.account_id AND e.seq = d.seq`;
 const FROM_DELIVERIES = fromDeliveries();
 
+/** The refs of the records created before the cutoff `?`: each conversation's range of the history index. */
+const EXPIRED_RECORDS = `SELECT account_id, ref FROM messages
+  WHERE (account_id, conversation_ref) IN (SELECT account_id, ref FROM conversations) AND created_at < ?`;
+/** Their events, by the events' index by record. */
+const EXPIRED_EVENTS = `receipt_events e INDEXED BY receipt_events_message
+  WHERE (e.account_id, e.message_ref) IN (${EXPIRED_RECORDS})`;
+
 export function prepareOutbox(db: Database) {
   const prepare = <P extends unknown[] = [], R = unknown>(sql: string): Prepared<P, R> =>
     db.prepare<P, R>(sql);
@@ -242,27 +249,27 @@ export function prepareOutbox(db: Database) {
        WHERE d.account_id = ${refOf('@account')} AND d.state = 'pending' AND e.recorded_at < @since`,
     ),
     backfillQueue: prepare<[{ account: string; seq: number; now: number }]>(
-      `INSERT INTO deliveries (account_id, seq, id, message_id, recipient, state, created_at, message_created_at,
-         next_attempt_at)
-       SELECT e.account_id, e.seq, e.id, m.id, m.channel_user_id, 'pending', @now, m.created_at, @now
+      `INSERT INTO deliveries (account_id, seq, id, message_id, recipient, state, created_at, next_attempt_at)
+       SELECT e.account_id, e.seq, e.id, m.id, m.channel_user_id, 'pending', @now, @now
        FROM ${eventsWithRecord} WHERE e.account_id = ${refOf('@account')} AND e.seq = @seq`,
     ),
     supersedeOne: prepare<[string, number]>(
       `UPDATE deliveries SET state = 'superseded', next_attempt_at = NULL
        WHERE account_id = ${refOf('?')} AND seq = ? AND state = 'pending'`,
     ),
+    // Retention, through the expired records: each conversation's expired range of the history index, each
+    // record's events by receipt_events_message, and an event's delivery and attempts by its seq (one delivery
+    // per event). Neither events nor deliveries carry their record's time (migration 11). The attempts, the
+    // deliveries and the events go in that order, each before what finds it.
     pruneAttempts: prepare<[number]>(
-      `DELETE FROM delivery_attempts WHERE (account_id, seq) IN (
-         SELECT account_id, seq FROM deliveries WHERE message_created_at < ?)`,
+      `DELETE FROM delivery_attempts WHERE (account_id, seq) IN (SELECT e.account_id, e.seq FROM ${EXPIRED_EVENTS})`,
     ),
-    pruneDeliveries: prepare<[number]>('DELETE FROM deliveries WHERE message_created_at < ?'),
-    // Through the expired records, each conversation's range of the history index, then each record's events
-    // by receipt_events_message: the events carry no time of their record (migration 11). Runs before the
-    // records go.
+    pruneDeliveries: prepare<[number]>(
+      `DELETE FROM deliveries WHERE (account_id, seq) IN (SELECT e.account_id, e.seq FROM ${EXPIRED_EVENTS})`,
+    ),
     pruneEvents: prepare<[number]>(
-      `DELETE FROM receipt_events INDEXED BY receipt_events_message WHERE (account_id, message_ref) IN (
-         SELECT account_id, ref FROM messages
-         WHERE (account_id, conversation_ref) IN (SELECT account_id, ref FROM conversations) AND created_at < ?)`,
+      `DELETE FROM receipt_events INDEXED BY receipt_events_message
+       WHERE (account_id, message_ref) IN (${EXPIRED_RECORDS})`,
     ),
   };
 }
