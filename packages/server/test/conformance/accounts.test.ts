@@ -3,7 +3,17 @@ import { describe, expect, it } from 'vitest';
 import { newId } from '../../src/domain/ids.js';
 import { DuplicateKeyError, UnknownAccountError } from '../../src/store/store.js';
 import { engines } from '../support/engines.js';
-import { at, ingest, ingestReceipts, NOW, newAccount, receipt, sms, useStore } from './fixtures.js';
+import {
+  at,
+  claimRequest,
+  ingest,
+  ingestReceipts,
+  NOW,
+  newAccount,
+  receipt,
+  sms,
+  useStore,
+} from './fixtures.js';
 
 describe.each(engines())('$name store: accounts', (engine) => {
   const store = useStore(engine);
@@ -231,14 +241,7 @@ describe.each(engines())('$name store: accounts', (engine) => {
     const gone = await withData('Gone');
     const kept = await withData('Kept');
     // One attempt each, so both have delivery_attempts rows.
-    const claimed = await store().claimDeliveries({
-      now: at(10),
-      limit: 10,
-      perAccount: 10,
-      inFlight: new Map(),
-      leaseUntil: at(40),
-      lease: 'lease-1',
-    });
+    const claimed = await store().claimDeliveries(claimRequest({ limit: 10, perAccount: 10 }));
     expect(claimed).toHaveLength(2);
     for (const claim of claimed) {
       await store().finishAttempts([

@@ -2,21 +2,23 @@ import { describe, expect, it } from 'vitest';
 import type { AttemptRecord } from '../../src/domain/deliveries/delivery.js';
 import type { ClaimedDelivery, ClaimRequest, Store } from '../../src/store/store.js';
 import { engines } from '../support/engines.js';
-import { at, ingest, ingestReceipts, NOW, newAccount, receipt, sms, useStore } from './fixtures.js';
+import {
+  at,
+  claimRequest,
+  ingest,
+  ingestReceipts,
+  NOW,
+  newAccount,
+  receipt,
+  sms,
+  useStore,
+} from './fixtures.js';
 
 const TO = '447700900123';
 const TO2 = '447700900124';
 const URL = 'https://hooks.example/dlr';
 
-const request = (overrides: Partial<ClaimRequest> = {}): ClaimRequest => ({
-  now: at(10),
-  limit: 100,
-  perAccount: 100,
-  inFlight: new Map(),
-  leaseUntil: at(40),
-  lease: `lease-${Math.random()}`,
-  ...overrides,
-});
+const request = claimRequest;
 
 const attempt = (httpStatus: number | null, error: string | null = null): AttemptRecord => ({
   at: at(11),

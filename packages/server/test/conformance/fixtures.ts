@@ -10,7 +10,7 @@ import {
   type StoredMessage,
 } from '../../src/domain/records.js';
 import type { DrStatuscode } from '../../src/domain/vocabulary.js';
-import type { HistoryQuery, Store } from '../../src/store/store.js';
+import type { ClaimRequest, HistoryQuery, Store } from '../../src/store/store.js';
 import type { EngineFixture } from '../support/engines.js';
 
 /**
@@ -40,6 +40,17 @@ export function useStore(engine: EngineFixture): () => Store {
 }
 
 const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+/** A relay's claim at `at(10)`, leased until `at(40)`: up to 100 deliveries, 100 of one account. */
+export const claimRequest = (overrides: Partial<ClaimRequest> = {}): ClaimRequest => ({
+  now: at(10),
+  limit: 100,
+  perAccount: 100,
+  inFlight: new Map(),
+  leaseUntil: at(40),
+  lease: `lease-${Math.random()}`,
+  ...overrides,
+});
+
 export const randomKey = (): string => Array.from({ length: 8 }, () => ALPHANUMERIC[randomInt(62)]).join('');
 
 export function newAccount(overrides: Partial<NewAccount> = {}): NewAccount {

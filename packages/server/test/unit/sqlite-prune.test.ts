@@ -4,7 +4,15 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, expect, it } from 'vitest';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';
-import { at, ingest, ingestReceipts, newAccount, receipt, sms } from '../conformance/fixtures.js';
+import {
+  at,
+  claimRequest,
+  ingest,
+  ingestReceipts,
+  newAccount,
+  receipt,
+  sms,
+} from '../conformance/fixtures.js';
 
 /**
  * Retention on SQLite finds expired events through their records, and a delivery and its attempts through their
@@ -29,14 +37,7 @@ it('removes an expired record’s events, deliveries and attempt logs, and nothi
     await ingestReceipts(store, a, [receipt('old', 'accepted', at(1)), receipt('new', 'accepted', at(1))]);
     await ingestReceipts(store, a, [receipt('old', 'delivered', at(2)), receipt('new', 'delivered', at(2))]);
     // One attempt on every delivery still pending.
-    const claims = await store.claimDeliveries({
-      now: at(10),
-      limit: 10,
-      perAccount: 10,
-      inFlight: new Map(),
-      leaseUntil: at(40),
-      lease: 'lease-1',
-    });
+    const claims = await store.claimDeliveries(claimRequest({ limit: 10, perAccount: 10 }));
     expect(claims.map((c) => (JSON.parse(c.body) as { messageid: string }).messageid).sort()).toEqual([
       'new',
       'old',
