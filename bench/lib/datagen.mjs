@@ -561,7 +561,7 @@ const HELPER_TABLES = ['contacts', 'identities', 'conversations'];
  * when copied.
  */
 const EVENT_ROWS = `CREATE TABLE event_rows (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, message_id TEXT NOT NULL,
-  recipient TEXT NOT NULL, recorded_at INTEGER NOT NULL, message_created_at INTEGER NOT NULL, item TEXT NOT NULL)`;
+  recipient TEXT NOT NULL, recorded_at INTEGER NOT NULL, item TEXT NOT NULL)`;
 
 /**
  * What a connection loading in bulk runs with: no journal, no syncs, no foreign-key checks, a big cache.
@@ -643,9 +643,9 @@ function sqliteSink(db, accountRef, { messages, others }) {
     );
     const events = batchInsert(
       db,
-      'INSERT INTO event_rows (seq, id, message_id, recipient, recorded_at, message_created_at, item)',
-      '(?, ?, ?, ?, ?, ?, ?)',
-      7,
+      'INSERT INTO event_rows (seq, id, message_id, recipient, recorded_at, item)',
+      '(?, ?, ?, ?, ?, ?)',
+      6,
     );
     const a = events.args;
     sink.contact = (id) => contact.run(id);
@@ -654,15 +654,15 @@ function sqliteSink(db, accountRef, { messages, others }) {
       conversationRefs.set(id, conversationRefs.size + 1);
       conversation.run(conversationRefs.size, contactId, channel, id);
     };
-    sink.event = (seq, id, messageId, recipient, recordedAt, messageCreatedAt, item) => {
+    // The record's time is the PostgreSQL generator's (its events keep it); SQLite's events do not.
+    sink.event = (seq, id, messageId, recipient, recordedAt, _messageCreatedAt, item) => {
       const i = events.at();
       a[i] = seq;
       a[i + 1] = id;
       a[i + 2] = messageId;
       a[i + 3] = recipient;
       a[i + 4] = recordedAt;
-      a[i + 5] = messageCreatedAt;
-      a[i + 6] = item;
+      a[i + 5] = item;
       events.added();
     };
     sink.flushOthers = () => events.end();
