@@ -5,6 +5,7 @@ import { itemJsonOf, itemOf } from '../event-item.js';
 import type { ClaimedDelivery, ClaimRequest, DeliveryListQuery } from '../store.js';
 import { refOf } from './account-ref.js';
 import type { Prepared } from './database.js';
+import { EXPIRED_EVENTS, EXPIRED_RECORD_REFS } from './expired.js';
 import { eventsWithRecord } from './record-refs.js';
 import {
   type AttemptRow,
@@ -82,13 +83,6 @@ const NEWER_OF_RECIPIENT = `EXISTS (SELECT 1 FROM deliveries n
 const fromDeliveries = (index?: string) =>
   `FROM deliveries d${index ? ` INDEXED BY ${index}` : ''} JOIN receipt_events e ON e.account_id = d.account_id AND e.seq = d.seq`;
 const FROM_DELIVERIES = fromDeliveries();
-
-/** The refs of the records created before the cutoff `?`: each conversation's range of the history index. */
-const EXPIRED_RECORDS = `SELECT account_id, ref FROM messages
-  WHERE (account_id, conversation_ref) IN (SELECT account_id, ref FROM conversations) AND created_at < ?`;
-/** Their events, by the events' index by record. */
-const EXPIRED_EVENTS = `receipt_events e INDEXED BY receipt_events_message
-  WHERE (e.account_id, e.message_ref) IN (${EXPIRED_RECORDS})`;
 
 export function prepareOutbox(db: Database) {
   const prepare = <P extends unknown[] = [], R = unknown>(sql: string): Prepared<P, R> =>
@@ -257,10 +251,8 @@ export function prepareOutbox(db: Database) {
       `UPDATE deliveries SET state = 'superseded', next_attempt_at = NULL
        WHERE account_id = ${refOf('?')} AND seq = ? AND state = 'pending'`,
     ),
-    // Retention, through the expired records: each conversation's expired range of the history index, each
-    // record's events by receipt_events_message, and an event's delivery and attempts by its seq (one delivery
-    // per event). Neither events nor deliveries carry their record's time (migration 11). The attempts, the
-    // deliveries and the events go in that order, each before what finds it.
+    // Retention, through the expired records (expired.ts): the attempts, the deliveries and the events go in that
+    // order, each before what finds it.
     pruneAttempts: prepare<[number]>(
       `DELETE FROM delivery_attempts WHERE (account_id, seq) IN (SELECT e.account_id, e.seq FROM ${EXPIRED_EVENTS})`,
     ),
@@ -269,7 +261,7 @@ export function prepareOutbox(db: Database) {
     ),
     pruneEvents: prepare<[number]>(
       `DELETE FROM receipt_events INDEXED BY receipt_events_message
-       WHERE (account_id, message_ref) IN (${EXPIRED_RECORDS})`,
+       WHERE (account_id, message_ref) IN (${EXPIRED_RECORD_REFS})`,
     ),
   };
 }

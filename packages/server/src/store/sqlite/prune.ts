@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { MaintenanceStore } from '../store.js';
 import { preparer } from './database.js';
+import { EXPIRED_RECORDS_WHERE } from './expired.js';
 import type { Outbox } from './outbox.js';
 import { pruneRollup, type RollupStatements } from './rollup.js';
 
@@ -9,10 +10,7 @@ export function preparePrune(db: Database.Database) {
   const prepare = preparer(db);
   return {
     // Walks the history index one conversation at a time, so only the expired range of each is visited.
-    messages: prepare<[number]>(
-      `DELETE FROM messages
-       WHERE (account_id, conversation_ref) IN (SELECT account_id, ref FROM conversations) AND created_at < ?`,
-    ),
+    messages: prepare<[number]>(`DELETE FROM messages WHERE ${EXPIRED_RECORDS_WHERE}`),
     // The carrier pairs of those records (they carry the record's created_at).
     carriers: prepare<[number]>('DELETE FROM carrier_ids WHERE created_at < ?'),
   };

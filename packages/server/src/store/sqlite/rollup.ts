@@ -11,6 +11,7 @@ import {
 } from '../rollup-sql.js';
 import { refOf } from './account-ref.js';
 import { preparer } from './database.js';
+import { EXPIRED_RECORDS_WHERE } from './expired.js';
 
 /** SQLite's day and elapsed time for store/rollup-sql.ts (`created_at` and `dr_time` are epoch ms). */
 export const SQLITE_ROLLUP: RollupSqlDialect = {
@@ -28,10 +29,6 @@ export const SQLITE_ROLLUP_BACKFILL = [
   addLatency(latencyOfMessages(SQLITE_ROLLUP, 'messages', 'true', 1)),
 ].join(';\n');
 
-// What prune removes: the records before the cutoff (the same walk as prune.ts's delete).
-const EXPIRED =
-  '(account_id, conversation_ref) IN (SELECT account_id, ref FROM conversations) AND created_at < ?';
-
 /** The review rollup's statements (domain/rollup.ts), prepared once at open. */
 export function prepareRollup(db: Database.Database) {
   const prepare = preparer(db);
@@ -45,8 +42,12 @@ export function prepareRollup(db: Database.Database) {
       `INSERT INTO review_latency (account_id, day, campaign_id, bucket, n) VALUES (${refOf('?')}, ?, ?, ?, ?)
        ON CONFLICT (account_id, day, campaign_id, bucket) DO UPDATE SET n = n + excluded.n`,
     ),
-    pruneCounts: prepare<[number]>(addCounts(countsOfMessages(SQLITE_ROLLUP, 'messages', EXPIRED, -1))),
-    pruneLatency: prepare<[number]>(addLatency(latencyOfMessages(SQLITE_ROLLUP, 'messages', EXPIRED, -1))),
+    pruneCounts: prepare<[number]>(
+      addCounts(countsOfMessages(SQLITE_ROLLUP, 'messages', EXPIRED_RECORDS_WHERE, -1)),
+    ),
+    pruneLatency: prepare<[number]>(
+      addLatency(latencyOfMessages(SQLITE_ROLLUP, 'messages', EXPIRED_RECORDS_WHERE, -1)),
+    ),
     dropEmptyCounts: prepare<[]>('DELETE FROM review_counts WHERE n = 0'),
     dropEmptyLatency: prepare<[]>('DELETE FROM review_latency WHERE n = 0'),
     counts: prepare<
