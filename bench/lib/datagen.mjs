@@ -219,7 +219,7 @@ export function periodOf({ end = DEFAULT_END, days = 90 }) {
  *   inbound(seq, createdAt, id, contactId, from, conversationId, text)     an inbound SMS
  *   chat(seq, createdAt, id, direction, contactId, channelUserId, conversationId, text, content, status)
  *                                                          a WHATSAPP record
- *   event(seq, id, messageId, recipient, recordedAt, messageCreatedAt, item)        a receipt_events row
+ *   event(seq, id, messageId, recipient, recordedAt, messageCreatedAt, item, last)  a receipt_events row
  *
  * Times are epoch ms. `run(n)` produces at least n more records (or the rest).
  */
@@ -304,9 +304,10 @@ export function createDataset({ recipients, seed = 42, longMessages = 100_000, e
   /**
    * Records the receipt event of an SMS recipient `r` (its record's fields) now in this state; returns its seq.
    * The item is toDlrItem's as the store keeps it (store/event-item.ts), written out directly; the first
-   * thousand and every 97th after are compared with the real one.
+   * thousand and every 97th after are compared with the real one. `last`: the recipient's last receipt, whose
+   * item is its record's as written (a SQLite sink then stores none: store/sqlite/current-item.ts).
    */
-  const event = (r, code, errcode, drTime) => {
+  const event = (r, code, errcode, drTime, last) => {
     const recordedAt = Math.max(lastRecordedAt, drTime + 200 + int(3000));
     lastRecordedAt = recordedAt;
     if (!sink.events) {
@@ -339,7 +340,7 @@ export function createDataset({ recipients, seed = 42, longMessages = 100_000, e
       if (real !== item) throw new Error(`datagen: item ${item} differs from toDlrItem's ${real}`);
       counts.itemChecks++;
     }
-    sink.event(eventSeq, `evt_${ulid(recordedAt)}`, r.id, r.to, recordedAt, r.createdAt, item);
+    sink.event(eventSeq, `evt_${ulid(recordedAt)}`, r.id, r.to, recordedAt, r.createdAt, item, last);
     return eventSeq;
   };
 
@@ -391,12 +392,12 @@ export function createDataset({ recipients, seed = 42, longMessages = 100_000, e
           text,
         };
         if (chance(0.08)) {
-          lastEvent = event(recipient, 'accepted', '0', drTime);
+          lastEvent = event(recipient, 'accepted', '0', drTime, false);
           drTime += 5000 + int(120_000);
         }
         code = FINALS[k][1];
         errcode = errcodes[int(errcodes.length)];
-        lastEvent = event(recipient, code, errcode, drTime);
+        lastEvent = event(recipient, code, errcode, drTime, true);
       } else {
         const s = int(10);
         status = s < 6 ? '0' : s < 8 ? '1' : '400';
@@ -561,7 +562,7 @@ const HELPER_TABLES = ['contacts', 'identities', 'conversations'];
  * when copied.
  */
 const EVENT_ROWS = `CREATE TABLE event_rows (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, message_id TEXT NOT NULL,
-  recipient TEXT NOT NULL, recorded_at INTEGER NOT NULL, item TEXT NOT NULL)`;
+  recipient TEXT NOT NULL, recorded_at INTEGER NOT NULL, item TEXT)`;
 
 /**
  * What a connection loading in bulk runs with: no journal, no syncs, no foreign-key checks, a big cache.
@@ -654,15 +655,16 @@ function sqliteSink(db, accountRef, { messages, others }) {
       conversationRefs.set(id, conversationRefs.size + 1);
       conversation.run(conversationRefs.size, contactId, channel, id);
     };
-    // The record's time is the PostgreSQL generator's (its events keep it); SQLite's events do not.
-    sink.event = (seq, id, messageId, recipient, recordedAt, _messageCreatedAt, item) => {
+    // The record's time is the PostgreSQL generator's (its events keep it); SQLite's events do not, nor the
+    // item of a recipient's last event, which its record holds.
+    sink.event = (seq, id, messageId, recipient, recordedAt, _messageCreatedAt, item, last) => {
       const i = events.at();
       a[i] = seq;
       a[i + 1] = id;
       a[i + 2] = messageId;
       a[i + 3] = recipient;
       a[i + 4] = recordedAt;
-      a[i + 5] = item;
+      a[i + 5] = last ? null : item;
       events.added();
     };
     sink.flushOthers = () => events.end();

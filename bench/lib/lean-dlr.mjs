@@ -2,7 +2,7 @@
 // toDlrItem makes them, recipients in `seq` order.
 
 /** A receipt item as Waybill's toDlrItem builds it, from the columns /dlr reads. */
-function dlrItem(row) {
+export function dlrItem(row) {
   const out = {
     type: 'dlr',
     messageid: row.id,

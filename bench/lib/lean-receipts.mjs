@@ -2,8 +2,10 @@
 // one query for the events after it (one more than asked, to learn whether more exist), each stored item parsed
 // into its event (the stored values and the row's message id and recipient, as the store keeps them:
 // packages/server/src/store/event-item.ts), and the next cursor signed. An event names its recipient by its
-// record's ref (store/sqlite/record-refs.ts): the query joins the record for the message id and number.
+// record's ref (store/sqlite/record-refs.ts): the query joins the record for the message id and number, and
+// for the item of an event that stores none, its record's as it stands (store/sqlite/current-item.ts).
 import { credentials, cursorMac } from './lean-auth.mjs';
+import { dlrItem } from './lean-dlr.mjs';
 
 const SEQ_CURSOR = 'waybill.seq-cursor.v1\0';
 const VALUE_KEYS = [
@@ -17,11 +19,15 @@ const VALUE_KEYS = [
   'drTime',
 ];
 
-/** The receipt item of an event row: its stored values under their keys, or the whole item stored as JSON. */
+/**
+ * The receipt item of an event row: its stored values under their keys, the whole item stored as JSON, or none
+ * stored: its record's.
+ */
 function itemOf(row) {
+  if (row.item === null) return dlrItem(row);
   if (row.item.startsWith('{')) return JSON.parse(row.item);
   const values = JSON.parse(row.item);
-  const item = { type: 'dlr', messageid: row.message_id, to: row.recipient };
+  const item = { type: 'dlr', messageid: row.id, to: row.channel_user_id };
   for (let i = 0; i < VALUE_KEYS.length; i++) if (values[i] !== null) item[VALUE_KEYS[i]] = values[i];
   return item;
 }
@@ -29,7 +35,8 @@ function itemOf(row) {
 /** `GET /receipts`, as `(query, request) => [status, body]`. */
 export function receiptsRoutes(db, authenticate) {
   const events = db.prepare(
-    `SELECT e.seq, e.id, m.id AS message_id, m.channel_user_id AS recipient, e.recorded_at, e.item
+    `SELECT e.seq, e.id, m.id, m.channel_user_id, e.recorded_at, e.item, m.sms_status, m.network, m.price,
+       m.counts, m.dr_statuscode, m.dr_errcode, m.dr_time
      FROM receipt_events e JOIN messages m ON m.ref = e.message_ref
      WHERE e.account_id = ? AND e.seq > ? ORDER BY e.seq LIMIT ?`,
   );

@@ -29,9 +29,10 @@ const load = (path) => import(pathToFileURL(join(serverDist, path)).href);
  * 3 keys SQLite's rows by the account's integer ref (store/sqlite/account-ref.ts, the sixth pass); 4 names a
  * SQLite record's conversation, and an event's record, by its ref (store/sqlite/record-refs.ts, the seventh
  * pass), with the records written in ingest order; 5 is SQLite's migration 11 (the eighth pass): events without
- * their record's time and the indexes by it and by their id, a conversation's history indexes by time alone.
+ * their record's time and the indexes by it and by their id, a conversation's history indexes by time alone; 6
+ * is migration 12 (the ninth pass): no item stored for an event that is its record's current one.
  */
-export const DATASET_VERSION = 5;
+export const DATASET_VERSION = 6;
 
 /**
  * What the data generator calls in the built server: schema, account, wire items and the stored form of an

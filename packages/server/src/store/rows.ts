@@ -91,7 +91,7 @@ export interface MessageRow<C extends ColumnTypes> {
 }
 
 /** The columns of an outbound SMS recipient's send state and receipt, in table order. */
-const SMS_COLUMN_NAMES = [
+export const SMS_COLUMN_NAMES = [
   'sms_status',
   'network',
   'price',
@@ -118,7 +118,7 @@ export const MESSAGE_COLUMN_NAMES: readonly string[] = [
 ];
 
 /** The columns of an outbound SMS recipient's send state and receipt. */
-type SmsColumns<C extends ColumnTypes> = Pick<
+export type SmsColumns<C extends ColumnTypes> = Pick<
   MessageRow<C>,
   'sms_status' | 'network' | 'price' | 'counts' | 'dr_statuscode' | 'dr_errcode' | 'dr_time'
 >;
@@ -156,10 +156,12 @@ export interface DeliveryRow<C extends ColumnTypes> {
   item: string;
 }
 
-/** A delivery (`d`) with its event's item (`e`). */
-export const DELIVERY_COLUMNS =
+/** A delivery's own columns (`d`). */
+export const DELIVERY_OWN_COLUMNS =
   'd.seq, d.id, d.message_id, d.recipient, d.state, d.attempts, d.created_at, d.next_attempt_at, d.last_at, ' +
-  'd.last_http_status, d.last_error, d.last_duration_ms, e.item';
+  'd.last_http_status, d.last_error, d.last_duration_ms';
+/** A delivery (`d`) with its event's item (`e`). */
+export const DELIVERY_COLUMNS = `${DELIVERY_OWN_COLUMNS}, e.item`;
 
 export interface AttemptRow<C extends ColumnTypes> {
   at: C['time'];

@@ -97,7 +97,7 @@ describe('bench datagen (SQLite)', () => {
     );
     expect(JSON.parse(readFileSync(`${file}.manifest.json`, 'utf8'))).toEqual(manifest);
     expect(manifest).toMatchObject({
-      version: 5,
+      version: 6,
       databaseUrl: `sqlite:${file}`,
       pepper: 'bench-pepper-0123456789',
       key: 'BENCHKEY',

@@ -2,7 +2,17 @@ import { describe, expect, it } from 'vitest';
 import { EVENT_ID } from '../../src/domain/deliveries/events.js';
 import type { Store } from '../../src/store/store.js';
 import { engines } from '../support/engines.js';
-import { at, ingest, ingestReceipts, NOW, newAccount, receipt, sms, useStore } from './fixtures.js';
+import {
+  at,
+  claimRequest,
+  ingest,
+  ingestReceipts,
+  NOW,
+  newAccount,
+  receipt,
+  sms,
+  useStore,
+} from './fixtures.js';
 
 const TO = '447700900123';
 const TO2 = '447700900124';
@@ -209,6 +219,54 @@ describe.each(engines())('$name store: receipt events and early receipts', (engi
     const [m] = await store().findMessagesByIds(a, ['m-1']);
     expect(m).toMatchObject({ text: 'Hello', content: { k: [1, 2] }, campaignId: 'c-1', createdAt: NOW });
     expect(m?.sms).toMatchObject({ status: '0', price: 0.5 });
+  });
+
+  it('keeps each event’s item as recorded when its record changes after it', async () => {
+    const a = await account(store(), true);
+    await ingest(store(), a, [sms('m-1', TO, { sms: { network: '23410', price: 0.05 } }), sms('m-2', TO2)]);
+    // Two receipts for one recipient in one batch, then a message write that changes what /dlr shows.
+    await ingestReceipts(store(), a, [
+      receipt('m-1', 'accepted', at(1)),
+      receipt('m-1', 'delivered', at(2)),
+      receipt('m-2', 'failed', at(1)),
+    ]);
+    await ingest(store(), a, [sms('m-1', TO, { sms: { network: '310260', price: 2 } })]);
+    expect((await store().findDlr(a, 'm-1'))[0]?.sms).toMatchObject({ network: '310260', price: 2 });
+    const recorded = (code: string, drTime: string) => ({
+      type: 'dlr',
+      messageid: 'm-1',
+      to: TO,
+      status: '0',
+      price: 0.05,
+      counts: 1,
+      network: '23410',
+      drStatus: code === 'delivered' || code === 'accepted' ? 0 : 400,
+      drStatuscode: code,
+      drErrcode: '0',
+      drTime,
+    });
+    const first = recorded('accepted', '2026-11-22 10:00:01.000');
+    const second = recorded('delivered', '2026-11-22 10:00:02.000');
+    expect((await events(store(), a)).map((e) => e.item)).toStrictEqual([
+      first,
+      second,
+      expect.objectContaining({ messageid: 'm-2', drStatuscode: 'failed' }),
+    ]);
+    expect((await store().listMessageEvents(a, 'm-1')).map((e) => e.item)).toStrictEqual([first, second]);
+    const deliveries = await store().listMessageDeliveries(a, 'm-1');
+    expect(deliveries.map((d) => d.payload)).toStrictEqual([first, second]);
+    // A later receipt records the record as it stands now, and the earlier events keep theirs.
+    await ingestReceipts(store(), a, [receipt('m-1', 'failed', at(3))]);
+    const after = await events(store(), a);
+    expect(after.map((e) => e.item)).toStrictEqual([
+      first,
+      second,
+      expect.objectContaining({ messageid: 'm-2' }),
+      { ...recorded('failed', '2026-11-22 10:00:03.000'), price: 2, network: '310260', drErrcode: '0' },
+    ]);
+    // What a callback sends is the item's JSON as recorded.
+    const claimed = await store().claimDeliveries(claimRequest({ now: at(10) }));
+    expect(claimed.map((c) => JSON.parse(c.body))).toContainEqual(after[3]?.item);
   });
 
   it('removes events with their message records on prune', async () => {

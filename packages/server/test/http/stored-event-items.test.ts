@@ -15,7 +15,7 @@ import { basic, startHarness } from '../support/http.js';
  * Both must read back as the same bytes: each engine here is a store whose rows the test can also rewrite.
  */
 interface RawEngine extends EngineFixture {
-  items(): Promise<string[]>;
+  items(): Promise<(string | null)[]>;
   setItems(items: Map<number, string>): Promise<void>;
 }
 
@@ -36,7 +36,7 @@ function sqliteEngine(): RawEngine {
       const db = raw();
       try {
         return db
-          .prepare<[], { item: string }>('SELECT item FROM receipt_events ORDER BY seq')
+          .prepare<[], { item: string | null }>('SELECT item FROM receipt_events ORDER BY seq')
           .all()
           .map((r) => r.item);
       } finally {
@@ -130,8 +130,10 @@ describe.each(engines.map((make) => ({ name: make().name, make })))(
 
         const stored = await engine.items();
         expect(stored).toHaveLength(3);
-        for (const item of stored) expect(item.startsWith('[')).toBe(true);
         expect(stored[0]).toBe('["0",0.035,1,"23410",0,"accepted","0","2026-11-22 10:00:01.250"]');
+        // SQLite stores none for an event that is its record's item as it stands (store/sqlite/current-item.ts).
+        if (engine.name === 'sqlite') expect(stored.slice(1)).toStrictEqual([null, null]);
+        else for (const item of stored) expect(item?.startsWith('[')).toBe(true);
 
         // As an older Waybill stored them: the item's whole JSON, which the feed gave back verbatim.
         await engine.setItems(new Map(events.map((e, i) => [i + 1, JSON.stringify(e.receipt)])));

@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CarrierReceiptInput, MessageUpsert } from '../../src/domain/ingest/precedence.js';
+import { currentItemOf } from '../../src/store/sqlite/current-item.js';
 import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
+import { fromRow } from '../../src/store/sqlite/rows.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/store.js';
 import { at, ingest, ingestReceipts, NOW, newAccount, receipt, sms } from '../conformance/fixtures.js';
@@ -27,14 +29,30 @@ let files = 0;
 const open = (path: string) => openSqliteStore({ path, cacheMb: 8 });
 
 /**
- * Rewrites the file at `path` as migration `version` (8 or 9) left its schema: a record's contact and
+ * Rewrites the file at `path` as migration `version` (8 to 11) left its schema: a record's contact and
  * conversation ids where its conversation's ref is, an event's message id and number where its record's ref is,
- * and before 9 account ids where the refs are.
+ * before 9 account ids where the refs are, and every event's item, which before 12 each one stored.
  */
 function downgradeTo(path: string, version: number): void {
   const old = `${path}.v${version}`;
   const db = new Database(old);
   try {
+    // The item an event that stores none stands for, as the store would have written it.
+    db.function('current_item', { varargs: true }, (id, to, ...sms) => {
+      const [sms_status, network, price, counts, dr_statuscode, dr_errcode, dr_time] = sms;
+      const row = {
+        id,
+        channel_user_id: to,
+        sms_status,
+        network,
+        price,
+        counts,
+        dr_statuscode,
+        dr_errcode,
+        dr_time,
+      };
+      return currentItemOf(fromRow.dlrRecipient(row));
+    });
     db.exec(`CREATE TABLE schema_migrations (
       version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
     for (const m of MIGRATIONS.filter((m) => m.version <= version)) {
@@ -70,6 +88,9 @@ function downgradeTo(path: string, version: number): void {
           return '(SELECT channel_user_id FROM cur.messages WHERE ref = t.message_ref)';
         if (name === 'receipt_events' && c === 'message_created_at')
           return '(SELECT created_at FROM cur.messages WHERE ref = t.message_ref)';
+        if (name === 'receipt_events' && c === 'item')
+          return `coalesce(t.item, (SELECT current_item(m.id, m.channel_user_id, m.sms_status, m.network, m.price,
+                    m.counts, m.dr_statuscode, m.dr_errcode, m.dr_time) FROM cur.messages m WHERE m.ref = t.message_ref))`;
         if (name === 'deliveries' && c === 'message_created_at')
           return `(SELECT m.created_at FROM cur.receipt_events e JOIN cur.messages m ON m.ref = e.message_ref
                    WHERE e.account_id = t.account_id AND e.seq = t.seq)`;
@@ -115,8 +136,8 @@ const carrierDr = (carrierId: string): CarrierReceiptInput => ({
   drTime: at(9),
 });
 
-describe('SQLite integer account and conversation refs, and leaner event and history indexes (migrations 9 to 11)', () => {
-  it.each([8, 9, 10])(
+describe('SQLite integer account and conversation refs, and leaner event and history indexes, events without their record’s item (migrations 9 to 12)', () => {
+  it.each([8, 9, 10, 11])(
     'carries a file of migration %i’s layout over whole: every read answers as before, parked receipts and carrier pairs still match',
     async (version) => {
       const path = join(dir, `old-${files++}.db`);
@@ -187,8 +208,11 @@ describe('SQLite integer account and conversation refs, and leaner event and his
       if (version < 10) {
         expect(raw.prepare('SELECT count(DISTINCT conversation_id) FROM messages').pluck().get()).toBe(4);
       }
-      expect(raw.prepare('SELECT count(message_created_at) FROM receipt_events').pluck().get()).toBe(4);
-      expect(raw.prepare('SELECT count(message_created_at) FROM deliveries').pluck().get()).toBe(3);
+      if (version < 11) {
+        expect(raw.prepare('SELECT count(message_created_at) FROM receipt_events').pluck().get()).toBe(4);
+        expect(raw.prepare('SELECT count(message_created_at) FROM deliveries').pluck().get()).toBe(3);
+      }
+      expect(raw.prepare('SELECT count(item) FROM receipt_events').pluck().get()).toBe(4);
       raw.close();
 
       store = open(path);
@@ -221,6 +245,11 @@ describe('SQLite integer account and conversation refs, and leaner event and his
         expect(db.prepare("SELECT name FROM pragma_table_info('deliveries')").pluck().all()).not.toContain(
           'message_created_at',
         );
+        // Migration 12: of the four events only the first of m-1 to TO (accepted, then delivered) keeps its item;
+        // the others are their records' items as they stand.
+        expect(db.prepare('SELECT item FROM receipt_events WHERE item IS NOT NULL').pluck().all()).toEqual([
+          expect.stringContaining('"accepted"'),
+        ]);
         db.close();
         expect(refs).toHaveLength(2);
 

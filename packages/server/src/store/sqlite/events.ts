@@ -1,8 +1,11 @@
 import type Database from 'better-sqlite3';
 import type { PlannedEvent, RecipientRef } from '../../domain/deliveries/events.js';
+import { recordKey } from '../../domain/ingest/plan-messages.js';
+import type { DlrRecipient } from '../../domain/records.js';
 import { storedItem } from '../event-item.js';
 import { UnknownAccountError } from '../store.js';
 import { refOf } from './account-ref.js';
+import { currentItemOf } from './current-item.js';
 import { preparer } from './database.js';
 import { recordRefOf } from './record-refs.js';
 
@@ -18,7 +21,7 @@ export function prepareEvents(db: Database.Database) {
     ),
     // The recipient by its record's ref (record-refs.ts): the record is written before its events, in the same
     // transaction, so the ref is never NULL (the column's NOT NULL would refuse the batch if it were).
-    insertEvent: prepare<[string, number, string, string, string, string, number, string]>(
+    insertEvent: prepare<[string, number, string, string, string, string, number, string | null]>(
       `INSERT INTO receipt_events (account_id, seq, id, message_ref, recorded_at, item)
        VALUES (${refOf('?')}, ?, ?, ${recordRefOf('?', '?', '?')}, ?, ?)`,
     ),
@@ -54,15 +57,19 @@ export function callbacksOf(sql: EventStatements, accountId: string): boolean {
 /**
  * Records a plan's events with their feed positions, supersedes the recipients' older pending deliveries and
  * queues the new ones. Runs inside the batch's transaction (SQLite has one writer, so the numbering is in
- * commit order by construction).
+ * commit order by construction), after the batch's records are written: `written` are those records as written,
+ * and an event whose item is its record's as written stores none (current-item.ts).
  */
 export function writeEvents(
   sql: EventStatements,
   accountId: string,
   events: readonly PlannedEvent[],
   supersede: readonly RecipientRef[],
+  written: readonly DlrRecipient[],
 ): void {
   if (events.length === 0) return;
+  const current = new Map<string, DlrRecipient>();
+  for (const record of written) current.set(recordKey(record.id, record.channelUserId), record);
   const row = sql.takeEventSeqs.get(events.length, accountId);
   if (!row) throw new Error(`unknown account ${accountId}`);
   let seq = row.last_event_seq - events.length;
@@ -73,6 +80,8 @@ export function writeEvents(
   for (const event of events) {
     seq++;
     const recordedAt = event.recordedAt.getTime();
+    const item = storedItem(event.item, event.messageId, event.to);
+    const record = current.get(recordKey(event.messageId, event.to));
     sql.insertEvent.run(
       accountId,
       seq,
@@ -81,7 +90,7 @@ export function writeEvents(
       event.messageId,
       event.to,
       recordedAt,
-      storedItem(event.item, event.messageId, event.to),
+      record !== undefined && currentItemOf(record) === item ? null : item,
     );
     if (event.delivery !== null) {
       sql.insertDelivery.run(

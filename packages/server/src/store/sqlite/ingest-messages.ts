@@ -136,7 +136,9 @@ function writeMessagePlan(sql: MessageIngestStatements, state: MessageBatchState
   }
   for (const c of plan.conversations)
     messages.insertConversation.run(accountId, c.contactId, c.channel, c.id);
-  writeRecords(sql.records, accountId, plan.records);
+  writeRecords(sql.records, accountId, plan.records, (r) =>
+    state.records.get(recordKey(r.id, r.channelUserId)),
+  );
   writeCarriers(sql.records, plan.carriers);
   writeRollupOf(
     sql.rollup,
@@ -144,6 +146,12 @@ function writeMessagePlan(sql: MessageIngestStatements, state: MessageBatchState
     (r) => state.records.get(recordKey(r.id, r.channelUserId)),
     plan.records.map((r) => r.record),
   );
-  writeEvents(sql.events, accountId, plan.events, plan.supersede);
+  writeEvents(
+    sql.events,
+    accountId,
+    plan.events,
+    plan.supersede,
+    plan.records.map((r) => r.record),
+  );
   unpark(sql.parked, plan.unparked);
 }

@@ -7,7 +7,6 @@ import {
 } from '../../domain/ingest/plan-carrier-receipts.js';
 import { planReceipts, type ReceiptBatchState } from '../../domain/ingest/plan-receipts.js';
 import type { CarrierReceiptInput, ReceiptInput } from '../../domain/ingest/precedence.js';
-import type { StoredMessage } from '../../domain/records.js';
 import { storedRecipients } from '../rows.js';
 import type { IngestOptions, IngestStore } from '../store.js';
 import { RollBack, runBatch } from './database.js';
@@ -41,9 +40,9 @@ export function receiptIngest(
       if (!planned.ok) throw new RollBack({ ok: false, errors: planned.errors });
       const { plan } = planned;
       if (options?.dryRun === true) throw new RollBack({ ok: true, value: plan.outcome });
-      updateSmsState(sql.records, recipients.rows, plan.updates);
+      updateSmsState(sql.records, accountId, recipients, plan.updates);
       writeRollupOf(sql.rollup, accountId, storedRecipients(recipients.byId), plan.updates);
-      writeEvents(sql.events, accountId, plan.events, plan.supersede);
+      writeEvents(sql.events, accountId, plan.events, plan.supersede, plan.updates);
       park(sql.parked, accountId, plan.park, now);
       return plan.outcome;
     },
@@ -75,19 +74,19 @@ export function carrierReceiptIngest(
         idsOf.set(row.account_id, (idsOf.get(row.account_id) ?? new Set()).add(row.message_id));
       }
       const loaded = new Map<string, ReceiptBatchState>();
-      const rows = new Map<string, Recipients['rows']>();
+      const read = new Map<string, Recipients>();
       for (const [accountId, messageIds] of idsOf) {
         const recipients = readRecipients(sql.records, accountId, [...messageIds]);
         loaded.set(accountId, { recipients: recipients.byId, callbacks: callbacksOf(sql.events, accountId) });
-        rows.set(accountId, recipients.rows);
+        read.set(accountId, recipients);
       }
       const state: CarrierReceiptState = { holders, accounts: loaded };
       const plan = planCarrierReceipts(state, route, items, accounts, now);
       for (const [accountId, accountPlan] of plan.accounts) {
-        updateSmsState(sql.records, rows.get(accountId) ?? new Map(), accountPlan.updates);
-        const byId = loaded.get(accountId)?.recipients ?? new Map<string, StoredMessage[]>();
-        writeRollupOf(sql.rollup, accountId, storedRecipients(byId), accountPlan.updates);
-        writeEvents(sql.events, accountId, accountPlan.events, accountPlan.supersede);
+        const recipients = read.get(accountId) ?? { byId: new Map(), rows: new Map(), stored: new Map() };
+        updateSmsState(sql.records, accountId, recipients, accountPlan.updates);
+        writeRollupOf(sql.rollup, accountId, storedRecipients(recipients.byId), accountPlan.updates);
+        writeEvents(sql.events, accountId, accountPlan.events, accountPlan.supersede, accountPlan.updates);
         park(sql.parked, accountId, accountPlan.park, now);
       }
       parkCarrier(sql.parked, route, plan.park, accounts, now);

@@ -1,9 +1,9 @@
 import type { Database } from 'better-sqlite3';
 import type { ReceiptEvent, StoredReceiptEvent } from '../../domain/deliveries/events.js';
 import * as rules from '../../domain/deliveries/rules.js';
-import { itemJsonOf, itemOf } from '../event-item.js';
 import type { ClaimedDelivery, ClaimRequest, DeliveryListQuery } from '../store.js';
 import { refOf } from './account-ref.js';
+import { deliveryFromRow, itemJsonOfRow, itemOfRow } from './current-item.js';
 import type { Prepared } from './database.js';
 import { EXPIRED_EVENTS, EXPIRED_RECORD_REFS } from './expired.js';
 import { eventsWithRecord } from './record-refs.js';
@@ -12,9 +12,10 @@ import {
   attemptFromRow,
   DELIVERY_COLUMNS,
   type DeliveryRow,
-  deliveryFromRow,
   EVENT_COLUMNS,
   type EventRow,
+  ITEM_COLUMNS,
+  type ItemColumns,
 } from './rows.js';
 
 /**
@@ -34,11 +35,7 @@ interface PendingRow {
   recipient_lease_until: number | null;
 }
 
-interface CandidateRow extends PendingRow {
-  id: string;
-  attempts: number;
-  item: string;
-}
+type CandidateRow = PendingRow & ItemColumns & { id: string; attempts: number };
 
 interface AccountCallbackRow {
   account_id: string;
@@ -79,9 +76,13 @@ const NEWER_OF_RECIPIENT = `EXISTS (SELECT 1 FROM deliveries n
    WHERE n.account_id = d.account_id AND n.message_id = d.message_id AND n.recipient = d.recipient
      AND n.seq > d.seq) AS newer`;
 
-/** Deliveries with their events; `index` pins the deliveries' side to that index. */
+/**
+ * Deliveries with their events, and the events' records (`m`, for the item of an event that stores none:
+ * current-item.ts); `index` pins the deliveries' side to that index.
+ */
 const fromDeliveries = (index?: string) =>
-  `FROM deliveries d${index ? ` INDEXED BY ${index}` : ''} JOIN receipt_events e ON e.account_id = d.account_id AND e.seq = d.seq`;
+  `FROM deliveries d${index ? ` INDEXED BY ${index}` : ''} JOIN receipt_events e ON e.account_id = d.account_id AND e.seq = d.seq
+   JOIN messages m ON m.ref = e.message_ref`;
 const FROM_DELIVERIES = fromDeliveries();
 
 export function prepareOutbox(db: Database) {
@@ -111,7 +112,7 @@ export function prepareOutbox(db: Database) {
     ),
     // An account's oldest due, unleased deliveries, pre-selected on the index for claim-policy.ts to choose from.
     candidates: prepare<[{ account: string; now: number; limit: number }], CandidateRow>(
-      `SELECT ${pendingColumns('@account')}, d.id, d.attempts, e.item
+      `SELECT ${pendingColumns('@account')}, d.id, d.attempts, ${ITEM_COLUMNS}
        ${fromDeliveries('deliveries_account_due')}
        WHERE d.account_id = ${refOf('@account')} AND d.state = 'pending' AND d.next_attempt_at <= @now
          AND (d.lease_until IS NULL OR d.lease_until <= @now)
@@ -202,8 +203,7 @@ export function prepareOutbox(db: Database) {
     ),
     // INDEXED BY: left to itself, SQLite walks the account's deliveries in seq order to skip the sort.
     messageDeliveries: prepare<[string, string], DeliveryRow>(
-      `SELECT ${DELIVERY_COLUMNS} FROM deliveries d INDEXED BY deliveries_recipient
-         JOIN receipt_events e ON e.account_id = d.account_id AND e.seq = d.seq
+      `SELECT ${DELIVERY_COLUMNS} ${fromDeliveries('deliveries_recipient')}
        WHERE d.account_id = ${refOf('?')} AND d.message_id = ? ORDER BY d.seq`,
     ),
     attempts: prepare<[string, number], AttemptRow>(
@@ -278,7 +278,7 @@ export function listEvents(
     id: row.id,
     seq: row.seq,
     recordedAt: new Date(row.recorded_at),
-    itemJson: itemJsonOf(row.message_id, row.recipient, row.item),
+    itemJson: itemJsonOfRow(row),
   }));
 }
 
@@ -320,7 +320,7 @@ export function claim(outbox: Outbox, request: ClaimRequest): ClaimedDelivery[] 
             ? null
             : new Date(account.previous_callback_secret_until),
       },
-      body: itemJsonOf(row.message_id, row.recipient, row.item),
+      body: itemJsonOfRow(row),
     };
   });
 }
@@ -403,7 +403,7 @@ export function listMessageEvents(outbox: Outbox, accountId: string, messageId: 
     id: row.id,
     seq: row.seq,
     recordedAt: new Date(row.recorded_at),
-    item: itemOf(row.message_id, row.recipient, row.item),
+    item: itemOfRow(row),
   }));
 }
 

@@ -4,8 +4,9 @@ import { recordKey } from '../../domain/ingest/plan-messages.js';
 import type { StoredMessage } from '../../domain/records.js';
 import { type CarrierRow, carrierClaim, type MessageRow } from '../rows.js';
 import { idOfRef, refOf } from './account-ref.js';
+import { currentItemOf } from './current-item.js';
 import { preparer } from './database.js';
-import { conversationRefOf, recordsWithConversation } from './record-refs.js';
+import { conversationRefOf, recordRefOf, recordsWithConversation } from './record-refs.js';
 import {
   type Columns,
   fromRow,
@@ -71,6 +72,17 @@ export function prepareRecords(db: Database.Database) {
       `UPDATE messages SET sms_status = ?, network = ?, price = ?, counts = ?, dr_statuscode = ?, dr_errcode = ?,
          dr_time = ?
        WHERE rowid = ?`,
+    ),
+    // The events that store no item (current-item.ts) get the item their record had, before the record changes:
+    // by the record's ref (its rowid, from recipientsOfIds) or by its key. INDEXED BY: left to itself, the
+    // planner walks the account's events by primary key.
+    fillItemsOfRow: prepare<[string, string, number]>(
+      `UPDATE receipt_events INDEXED BY receipt_events_message SET item = ?
+       WHERE account_id = ${refOf('?')} AND message_ref = ? AND item IS NULL`,
+    ),
+    fillItemsOfKey: prepare<[string, string, string, string, string]>(
+      `UPDATE receipt_events INDEXED BY receipt_events_message SET item = ?
+       WHERE account_id = ${refOf('?')} AND message_ref = ${recordRefOf('?', '?', '?')} AND item IS NULL`,
     ),
     // Carrier pairs (CONTRACT §12 "Correlation"): by the pair (primary key), and by the recipient holding one.
     carriersOfPairs: prepare<[{ pairs: string }], CarrierRow>(
@@ -138,26 +150,50 @@ export function readRecords(
   return records;
 }
 
-/** Writes whole records: inserts the new ones, numbered in the given (first-ingested) order, updates the rest. */
+/**
+ * The item a record stood for, when `after` changes it and events may store none (current-item.ts); else null.
+ * Only an applied receipt records an event, and its item carries that receipt: a record without one has no
+ * event standing for its current item.
+ */
+function itemBefore(before: StoredMessage | undefined, after: StoredMessage): string | null {
+  if (!before?.sms?.receipt) return null;
+  const item = currentItemOf(before);
+  return item === currentItemOf(after) ? null : item;
+}
+
+/**
+ * Writes whole records: inserts the new ones, numbered in the given (first-ingested) order, updates the rest,
+ * `stored` giving each one's stored state.
+ */
 export function writeRecords(
   sql: RecordStatements,
   accountId: string,
   records: readonly { record: StoredMessage; isNew: boolean }[],
+  stored: (record: StoredMessage) => StoredMessage | undefined,
 ): void {
   const account = sql.lastMessageSeq.get(accountId);
   if (!account) throw new Error(`unknown account ${accountId}`);
   let seq = account.last_message_seq;
   for (const { record, isNew } of records) {
-    if (isNew) sql.insertMessage.run(newMessageValues(accountId, ++seq, record));
-    else sql.updateMessage.run(messageParams(accountId, record));
+    if (isNew) {
+      sql.insertMessage.run(newMessageValues(accountId, ++seq, record));
+      continue;
+    }
+    const item = itemBefore(stored(record), record);
+    if (item !== null) sql.fillItemsOfKey.run(item, accountId, accountId, record.id, record.channelUserId);
+    sql.updateMessage.run(messageParams(accountId, record));
   }
   sql.setLastMessageSeq.run(seq, accountId);
 }
 
-/** A receipt batch's recipients: by message id in first-ingested order, and each one's rowid by record key. */
+/**
+ * A receipt batch's recipients: by message id in first-ingested order, and each one's rowid and stored state by
+ * record key.
+ */
 export interface Recipients {
   byId: Map<string, StoredMessage[]>;
   rows: Map<string, number>;
+  stored: Map<string, StoredMessage>;
 }
 
 /** The outbound SMS recipients of these message ids. */
@@ -170,25 +206,35 @@ export function readRecipients(sql: RecordStatements, accountId: string, ids: re
   }
   const byId = new Map<string, StoredMessage[]>();
   const rows = new Map<string, number>();
+  const stored = new Map<string, StoredMessage>();
   for (const [id, list] of found) {
     // In the order they were first ingested, as /dlr lists them.
     if (list.length > 1) list.sort((a, b) => a.seq - b.seq);
-    byId.set(id, list.map(fromRow.message));
-    for (const r of list) rows.set(recordKey(r.id, r.channel_user_id), r.row);
+    const records = list.map(fromRow.message);
+    byId.set(id, records);
+    list.forEach((r, i) => {
+      const key = recordKey(r.id, r.channel_user_id);
+      rows.set(key, r.row);
+      stored.set(key, records[i] as StoredMessage);
+    });
   }
-  return { byId, rows };
+  return { byId, rows, stored };
 }
 
 /** Writes the SMS and receipt columns of recipients read by {@link readRecipients}, and nothing else. */
 export function updateSmsState(
   sql: RecordStatements,
-  rows: ReadonlyMap<string, number>,
+  accountId: string,
+  recipients: Recipients,
   records: readonly StoredMessage[],
 ): void {
   for (const record of records) {
-    const row = rows.get(recordKey(record.id, record.channelUserId));
+    const key = recordKey(record.id, record.channelUserId);
+    const row = recipients.rows.get(key);
     // Receipts only ever change recipients the batch loaded.
     if (row === undefined) throw new Error(`receipt plan updates an unloaded record ${record.id}`);
+    const item = itemBefore(recipients.stored.get(key), record);
+    if (item !== null) sql.fillItemsOfRow.run(item, accountId, row);
     sql.updateReceipt.run(receiptValues(record, row));
   }
 }

@@ -10,16 +10,24 @@ import * as shared from '../rows.js';
 
 export type Columns = { time: number; json: string; flag: number };
 
+/**
+ * An event's item as stored, NULL where the event stands for its record's current item, and that record's SMS
+ * and receipt columns (current-item.ts).
+ */
+export type ItemColumns = { item: string | null } & shared.SmsColumns<Columns>;
+/** The columns of {@link ItemColumns}: the event's from `e`, its record's from `m`. */
+export const ITEM_COLUMNS = `e.item, ${shared.SMS_COLUMN_NAMES.map((column) => `m.${column}`).join(', ')}`;
+
 // Modules name the shared row types with these column types (`MessageRow<Columns>`); the outbox its own.
-export type DeliveryRow = shared.DeliveryRow<Columns>;
+export type DeliveryRow = Omit<shared.DeliveryRow<Columns>, 'item'> & ItemColumns;
 export type AttemptRow = shared.AttemptRow<Columns>;
-export type EventRow = shared.EventRow<Columns>;
+export type EventRow = Omit<shared.EventRow<Columns>, 'item'> & ItemColumns;
 
 export const fromRow = shared.rowMappers<Columns>({
   date: (ms) => new Date(ms),
   json: (text) => JSON.parse(text),
 });
-export const { attempt: attemptFromRow, delivery: deliveryFromRow } = fromRow;
+export const { attempt: attemptFromRow } = fromRow;
 
 export const ACCOUNT_COLUMNS = shared.ACCOUNT_COLUMNS;
 /** A record's columns: its own from `m`, the contact's and the conversation's ids from the SQL given. */
@@ -44,10 +52,10 @@ export const MESSAGE_COLUMNS = messageColumns('c.contact_id', 'c.id');
  */
 export const CONVERSATION_MESSAGE_COLUMNS = messageColumns('@contact', '@conversation');
 export const DLR_COLUMNS = shared.DLR_COLUMN_NAMES.join(', ');
-export const DELIVERY_COLUMNS = shared.DELIVERY_COLUMNS;
+/** A delivery (`d`) with its event (`e`) and the event's record (`m`). */
+export const DELIVERY_COLUMNS = `${shared.DELIVERY_OWN_COLUMNS}, ${ITEM_COLUMNS}`;
 /** An event's columns from `eventsWithRecord` (record-refs.ts): the message id and number from its record `m`. */
-export const EVENT_COLUMNS =
-  'e.seq, e.id, m.id AS message_id, m.channel_user_id AS recipient, e.recorded_at, e.item';
+export const EVENT_COLUMNS = `e.seq, e.id, m.id AS message_id, m.channel_user_id AS recipient, e.recorded_at, ${ITEM_COLUMNS}`;
 
 /**
  * The named parameters of a message write (everything but the key, the sequence and createdAt); no contact:
