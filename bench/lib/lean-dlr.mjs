@@ -1,12 +1,15 @@
 // The lean `/dlr` (bench/lib/lean.mjs): key and secret from the query, one prepared indexed query, the items as
 // toDlrItem makes them, recipients in `seq` order.
 
-/** A receipt item as Waybill's toDlrItem builds it, from the columns /dlr reads. */
-export function dlrItem(row) {
+/**
+ * A receipt item as Waybill's toDlrItem builds it, from the columns /dlr reads (the message id and number
+ * given apart by a row that names them otherwise).
+ */
+export function dlrItem(row, messageid = row.id, to = row.channel_user_id) {
   const out = {
     type: 'dlr',
-    messageid: row.id,
-    to: row.channel_user_id,
+    messageid,
+    to,
     status: row.sms_status,
     price: row.price ?? 0,
     counts: row.counts ?? 1,

@@ -24,10 +24,10 @@ const VALUE_KEYS = [
  * stored: its record's.
  */
 function itemOf(row) {
-  if (row.item === null) return dlrItem(row);
+  if (row.item === null) return dlrItem(row, row.message_id, row.recipient);
   if (row.item.startsWith('{')) return JSON.parse(row.item);
   const values = JSON.parse(row.item);
-  const item = { type: 'dlr', messageid: row.id, to: row.channel_user_id };
+  const item = { type: 'dlr', messageid: row.message_id, to: row.recipient };
   for (let i = 0; i < VALUE_KEYS.length; i++) if (values[i] !== null) item[VALUE_KEYS[i]] = values[i];
   return item;
 }
@@ -35,7 +35,7 @@ function itemOf(row) {
 /** `GET /receipts`, as `(query, request) => [status, body]`. */
 export function receiptsRoutes(db, authenticate) {
   const events = db.prepare(
-    `SELECT e.seq, e.id, m.id, m.channel_user_id, e.recorded_at, e.item, m.sms_status, m.network, m.price,
+    `SELECT e.seq, e.id, m.id AS message_id, m.channel_user_id AS recipient, e.recorded_at, e.item, m.sms_status, m.network, m.price,
        m.counts, m.dr_statuscode, m.dr_errcode, m.dr_time
      FROM receipt_events e JOIN messages m ON m.ref = e.message_ref
      WHERE e.account_id = ? AND e.seq > ? ORDER BY e.seq LIMIT ?`,
