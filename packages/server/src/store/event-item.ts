@@ -9,6 +9,7 @@ import type { DlrItem } from '../domain/wire.js';
  *
  * An item that does not have exactly this shape (another key, another order, a message id or recipient other
  * than its row's) is stored as its whole JSON, as every item was before, and {@link itemJsonOf} reads both.
+ * On SQLite an event that is its record's current item stores none at all (sqlite/current-item.ts).
  */
 const VALUE_KEYS = [
   'status',
