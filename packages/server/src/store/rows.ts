@@ -156,12 +156,12 @@ export interface DeliveryRow<C extends ColumnTypes> {
   item: string;
 }
 
-/** A delivery's own columns (`d`). */
-export const DELIVERY_OWN_COLUMNS =
-  'd.seq, d.id, d.message_id, d.recipient, d.state, d.attempts, d.created_at, d.next_attempt_at, d.last_at, ' +
+/** A delivery's columns (`d`), its recipient's (`message_id`, `recipient`) as the engine gives them. */
+export const deliveryColumns = (recipient: string): string =>
+  `d.seq, d.id, ${recipient}, d.state, d.attempts, d.created_at, d.next_attempt_at, d.last_at, ` +
   'd.last_http_status, d.last_error, d.last_duration_ms';
 /** A delivery (`d`) with its event's item (`e`). */
-export const DELIVERY_COLUMNS = `${DELIVERY_OWN_COLUMNS}, e.item`;
+export const DELIVERY_COLUMNS = `${deliveryColumns('d.message_id, d.recipient')}, e.item`;
 
 export interface AttemptRow<C extends ColumnTypes> {
   at: C['time'];

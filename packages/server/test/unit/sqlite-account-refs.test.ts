@@ -29,16 +29,18 @@ let files = 0;
 const open = (path: string) => openSqliteStore({ path, cacheMb: 8 });
 
 /**
- * Rewrites the file at `path` as migration `version` (8 to 11) left its schema: a record's contact and
- * conversation ids where its conversation's ref is, an event's message id and number where its record's ref is,
- * before 9 account ids where the refs are, and every event's item, which before 12 each one stored.
+ * Rewrites the file at `path` as migration `version` (8 to 12) left its schema: a record's contact and
+ * conversation ids where its conversation's ref is, an event's and a delivery's message id and number where
+ * their record's ref is, before 9 account ids where the refs are, and every event's item, which before 12 each
+ * one stored.
  */
 function downgradeTo(path: string, version: number): void {
   const old = `${path}.v${version}`;
   const db = new Database(old);
   try {
-    // The item an event that stores none stands for, as the store would have written it.
-    db.function('current_item', { varargs: true }, (id, to, ...sms) => {
+    // The item an event that stores none stands for, as the store would have written it (and as migration 12,
+    // applied to the empty tables below, calls it).
+    db.function('waybill_current_item', { varargs: true }, (id, to, ...sms) => {
       const [sms_status, network, price, counts, dr_statuscode, dr_errcode, dr_time] = sms;
       const row = {
         id,
@@ -88,12 +90,15 @@ function downgradeTo(path: string, version: number): void {
           return '(SELECT channel_user_id FROM cur.messages WHERE ref = t.message_ref)';
         if (name === 'receipt_events' && c === 'message_created_at')
           return '(SELECT created_at FROM cur.messages WHERE ref = t.message_ref)';
-        if (name === 'receipt_events' && c === 'item')
-          return `coalesce(t.item, (SELECT current_item(m.id, m.channel_user_id, m.sms_status, m.network, m.price,
+        if (name === 'receipt_events' && c === 'item' && version < 12)
+          return `coalesce(t.item, (SELECT waybill_current_item(m.id, m.channel_user_id, m.sms_status, m.network, m.price,
                     m.counts, m.dr_statuscode, m.dr_errcode, m.dr_time) FROM cur.messages m WHERE m.ref = t.message_ref))`;
+        if (name === 'deliveries' && c === 'message_id')
+          return '(SELECT id FROM cur.messages WHERE ref = t.message_ref)';
+        if (name === 'deliveries' && c === 'recipient')
+          return '(SELECT channel_user_id FROM cur.messages WHERE ref = t.message_ref)';
         if (name === 'deliveries' && c === 'message_created_at')
-          return `(SELECT m.created_at FROM cur.receipt_events e JOIN cur.messages m ON m.ref = e.message_ref
-                   WHERE e.account_id = t.account_id AND e.seq = t.seq)`;
+          return '(SELECT created_at FROM cur.messages WHERE ref = t.message_ref)';
         return `t.${c}`;
       });
       db.exec(
@@ -136,8 +141,8 @@ const carrierDr = (carrierId: string): CarrierReceiptInput => ({
   drTime: at(9),
 });
 
-describe('SQLite integer account and conversation refs, and leaner event and history indexes, events without their record’s item (migrations 9 to 12)', () => {
-  it.each([8, 9, 10, 11])(
+describe('SQLite integer account and conversation refs, and leaner event and history indexes, events without their record’s item, deliveries by record (migrations 9 to 13)', () => {
+  it.each([8, 9, 10, 11, 12])(
     'carries a file of migration %i’s layout over whole: every read answers as before, parked receipts and carrier pairs still match',
     async (version) => {
       const path = join(dir, `old-${files++}.db`);
@@ -212,7 +217,10 @@ describe('SQLite integer account and conversation refs, and leaner event and his
         expect(raw.prepare('SELECT count(message_created_at) FROM receipt_events').pluck().get()).toBe(4);
         expect(raw.prepare('SELECT count(message_created_at) FROM deliveries').pluck().get()).toBe(3);
       }
-      expect(raw.prepare('SELECT count(item) FROM receipt_events').pluck().get()).toBe(4);
+      if (version < 12) expect(raw.prepare('SELECT count(item) FROM receipt_events').pluck().get()).toBe(4);
+      expect(raw.prepare('SELECT count(message_id), count(recipient) FROM deliveries').raw().get()).toEqual([
+        3, 3,
+      ]);
       raw.close();
 
       store = open(path);
@@ -245,6 +253,16 @@ describe('SQLite integer account and conversation refs, and leaner event and his
         expect(db.prepare("SELECT name FROM pragma_table_info('deliveries')").pluck().all()).not.toContain(
           'message_created_at',
         );
+        // Migration 13: a delivery names its recipient by its record's ref, and is indexed by it.
+        const deliveryColumns = db.prepare("SELECT name FROM pragma_table_info('deliveries')").pluck().all();
+        expect(deliveryColumns).toContain('message_ref');
+        expect(deliveryColumns).not.toContain('message_id');
+        expect(
+          db
+            .prepare("SELECT name FROM pragma_index_list('deliveries') WHERE name LIKE 'deliveries_re%'")
+            .pluck()
+            .all(),
+        ).toEqual(['deliveries_record']);
         // Migration 12: of the four events only the first of m-1 to TO (accepted, then delivered) keeps its item;
         // the others are their records' items as they stand.
         expect(db.prepare('SELECT item FROM receipt_events WHERE item IS NOT NULL').pluck().all()).toEqual([

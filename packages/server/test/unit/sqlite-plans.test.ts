@@ -92,10 +92,10 @@ describe('SQLite query plans', () => {
     expect(all.get('messages.identitiesOfContacts')).toMatch(/\(account_id=\? AND contact_id=\?\)/);
   });
 
-  it('supersedes deliveries through the recipient index', () => {
-    expect(all.get('events.supersede')).toMatch(
-      /deliveries_recipient \(account_id=\? AND message_id=\? AND recipient=\?\)/,
-    );
+  it('supersedes deliveries through the record index, each recipient found by its key', () => {
+    const plan = all.get('events.supersede');
+    expect(plan).toMatch(/deliveries_record \(account_id=\? AND message_ref=\?\)/);
+    expect(plan).toMatch(/sqlite_autoindex_messages_1 \(account_id=\? AND id=\? AND channel_user_id=\?\)/);
   });
 
   // Events and deliveries are WITHOUT ROWID: their primary key (account, seq) is the table, and a planner left
@@ -112,7 +112,10 @@ describe('SQLite query plans', () => {
       /^SEARCH e USING PRIMARY KEY \(account_id=\? AND seq>\?\).*SEARCH m USING INTEGER PRIMARY KEY \(rowid=\?\)$/,
     );
     expect(all.get('outbox.candidates')).toMatch(
-      /SEARCH b USING INDEX deliveries_recipient \(account_id=\? AND message_id=\? AND recipient=\?\)/,
+      /SEARCH b USING (COVERING )?INDEX deliveries_record \(account_id=\? AND message_ref=\?\)/,
+    );
+    expect(all.get('outbox.messageDeliveries')).toMatch(
+      /SEARCH m USING (COVERING )?INDEX sqlite_autoindex_messages_1 \(account_id=\? AND id=\?\).*SEARCH d USING INDEX deliveries_record \(account_id=\? AND message_ref=\?\)/,
     );
   });
 

@@ -61,7 +61,8 @@ it('removes an expired record’s events, deliveries and attempt logs, and nothi
       const newRef = db.prepare("SELECT ref FROM messages WHERE id = 'new'").pluck().get();
       expect(ids('SELECT DISTINCT message_ref FROM receipt_events')).toEqual([newRef]);
       expect(ids('SELECT count(*) FROM receipt_events')).toEqual([2]);
-      expect(ids('SELECT DISTINCT message_id FROM deliveries')).toEqual(['new']);
+      expect(ids('SELECT DISTINCT message_ref FROM deliveries')).toEqual([newRef]);
+      expect(ids('SELECT count(*) FROM deliveries')).toEqual([2]);
       // Every attempt left belongs to a delivery left, and the new record's is there.
       expect(ids('SELECT count(*) FROM delivery_attempts')).toEqual([1]);
       expect(

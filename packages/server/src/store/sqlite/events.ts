@@ -25,18 +25,23 @@ export function prepareEvents(db: Database.Database) {
       `INSERT INTO receipt_events (account_id, seq, id, message_ref, recorded_at, item)
        VALUES (${refOf('?')}, ?, ?, ${recordRefOf('?', '?', '?')}, ?, ?)`,
     ),
-    // All of a batch's recipients in one statement (a JSON array of [messageId, to]). Pinned to the recipient
-    // index: left to itself the planner searches (account_id, state) and reads every pending delivery of the
-    // account.
+    // All of a batch's recipients in one statement (a JSON array of [messageId, to]), each found by its record's
+    // ref. Pinned to the record index: left to itself the planner searches (account_id, state) and reads every
+    // pending delivery of the account.
     supersede: prepare<[{ account: string; recipients: string }]>(
-      `UPDATE deliveries INDEXED BY deliveries_recipient SET state = 'superseded', next_attempt_at = NULL
+      `UPDATE deliveries INDEXED BY deliveries_record SET state = 'superseded', next_attempt_at = NULL
        WHERE account_id = ${refOf('@account')}
-         AND (message_id, recipient) IN (SELECT value ->> 0, value ->> 1 FROM json_each(@recipients))
+         AND message_ref IN (
+           SELECT ${recordRefOf('@account', 'value ->> 0', 'value ->> 1')} FROM json_each(@recipients))
          AND state = 'pending'`,
     ),
-    insertDelivery: prepare<[string, number, string, string, string, string, number, number | null]>(
-      `INSERT INTO deliveries (account_id, seq, id, message_id, recipient, state, created_at, next_attempt_at)
-       VALUES (${refOf('?')}, ?, ?, ?, ?, ?, ?, ?)`,
+    // The recipient as its event names it: the event is written just before, in the same transaction, so the
+    // ref is never NULL (the column's NOT NULL would refuse the batch if it were). One row per statement, as
+    // records.ts's insertMessage: no statement journal.
+    insertDelivery: prepare<[string, number, string, string, number, string, number, number | null]>(
+      `INSERT INTO deliveries (account_id, seq, id, message_ref, state, created_at, next_attempt_at)
+       VALUES (${refOf('?')}, ?, ?,
+         (SELECT message_ref FROM receipt_events WHERE account_id = ${refOf('?')} AND seq = ?), ?, ?, ?)`,
     ),
   };
 }
@@ -97,8 +102,8 @@ export function writeEvents(
         accountId,
         seq,
         event.id,
-        event.messageId,
-        event.to,
+        accountId,
+        seq,
         event.delivery,
         recordedAt,
         event.delivery === 'pending' ? recordedAt : null,

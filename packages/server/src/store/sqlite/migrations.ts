@@ -737,6 +737,47 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX receipt_events_message ON receipt_events (account_id, message_ref, seq);
     `,
   },
+  {
+    version: 13,
+    name: 'callback deliveries name their recipient by its record',
+    sql: `
+      -- A delivery names its recipient by its record's ref, as its event does (record-refs.ts), instead of the
+      -- message id and number: 48 bytes of every delivery, and its index by recipient from about 65 bytes an entry
+      -- to about 12. A recipient is one record, so "the same recipient" is the same ref. Entries by ref also land
+      -- where the recent records' are, not at random places of the index.
+      CREATE TABLE deliveries_v13 (
+        account_id INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        id TEXT NOT NULL,
+        message_ref INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL,
+        next_attempt_at INTEGER,
+        lease TEXT,
+        lease_until INTEGER,
+        last_at INTEGER,
+        last_http_status INTEGER,
+        last_error TEXT,
+        last_duration_ms INTEGER,
+        PRIMARY KEY (account_id, seq)
+      ) WITHOUT ROWID, STRICT;
+      -- One delivery per event, by its seq: the event names the record.
+      INSERT INTO deliveries_v13
+        SELECT d.account_id, d.seq, d.id, e.message_ref, d.state, d.attempts, d.created_at, d.next_attempt_at,
+          d.lease, d.lease_until, d.last_at, d.last_http_status, d.last_error, d.last_duration_ms
+        FROM deliveries d JOIN receipt_events e ON e.account_id = d.account_id AND e.seq = d.seq
+        ORDER BY 1, 2;
+      DROP TABLE deliveries;
+      ALTER TABLE deliveries_v13 RENAME TO deliveries;
+      CREATE UNIQUE INDEX deliveries_id ON deliveries (account_id, id);
+      CREATE INDEX deliveries_account_due ON deliveries (account_id, next_attempt_at, seq) WHERE state = 'pending';
+      CREATE INDEX deliveries_due ON deliveries (next_attempt_at, seq) WHERE state = 'pending';
+      CREATE INDEX deliveries_record ON deliveries (account_id, message_ref, seq);
+      CREATE INDEX deliveries_state ON deliveries (account_id, state, seq);
+      CREATE INDEX deliveries_dead ON deliveries (account_id) WHERE state = 'dead';
+    `,
+  },
 ];
 
 /**

@@ -16,6 +16,7 @@ import {
   type EventRow,
   ITEM_COLUMNS,
   type ItemColumns,
+  RECIPIENT_COLUMNS,
 } from './rows.js';
 
 /**
@@ -58,23 +59,26 @@ const candidateOf = <R extends PendingRow>(row: R): rules.ClaimCandidate & { row
 });
 
 /**
- * The latest lease end among the other deliveries of d's recipient. INDEXED BY: with the primary key as the
- * table (WITHOUT ROWID), the planner would otherwise walk the account's deliveries by (account_id, seq).
+ * The latest lease end among the other deliveries of d's recipient (its record: migration 13). INDEXED BY: with
+ * the primary key as the table (WITHOUT ROWID), the planner would otherwise walk the account's deliveries by
+ * (account_id, seq).
  */
-const RECIPIENT_LEASE = `(SELECT max(b.lease_until) FROM deliveries b INDEXED BY deliveries_recipient
-   WHERE b.account_id = d.account_id AND b.message_id = d.message_id AND b.recipient = d.recipient
+const RECIPIENT_LEASE = `(SELECT max(b.lease_until) FROM deliveries b INDEXED BY deliveries_record
+   WHERE b.account_id = d.account_id AND b.message_ref = d.message_ref
      AND b.seq <> d.seq) AS recipient_lease_until`;
 
-/** `account`: the parameter the statement selects the account by, which every row belongs to. */
+/**
+ * `account`: the parameter the statement selects the account by, which every row belongs to; the recipient
+ * from the delivery's record `m`.
+ */
 const pendingColumns = (
   account: string,
-) => `${account} AS account_id, d.seq, d.message_id, d.recipient, d.next_attempt_at, d.created_at,
+) => `${account} AS account_id, d.seq, ${RECIPIENT_COLUMNS}, d.next_attempt_at, d.created_at,
   d.lease_until, ${RECIPIENT_LEASE}`;
 
 /** Whether a newer delivery of d's recipient exists (redeliver.ts). */
-const NEWER_OF_RECIPIENT = `EXISTS (SELECT 1 FROM deliveries n
-   WHERE n.account_id = d.account_id AND n.message_id = d.message_id AND n.recipient = d.recipient
-     AND n.seq > d.seq) AS newer`;
+const NEWER_OF_RECIPIENT = `EXISTS (SELECT 1 FROM deliveries n INDEXED BY deliveries_record
+   WHERE n.account_id = d.account_id AND n.message_ref = d.message_ref AND n.seq > d.seq) AS newer`;
 
 /**
  * Deliveries with their events, and the events' records (`m`, for the item of an event that stores none:
@@ -82,7 +86,7 @@ const NEWER_OF_RECIPIENT = `EXISTS (SELECT 1 FROM deliveries n
  */
 const fromDeliveries = (index?: string) =>
   `FROM deliveries d${index ? ` INDEXED BY ${index}` : ''} JOIN receipt_events e ON e.account_id = d.account_id AND e.seq = d.seq
-   JOIN messages m ON m.ref = e.message_ref`;
+   JOIN messages m ON m.ref = d.message_ref`;
 const FROM_DELIVERIES = fromDeliveries();
 
 export function prepareOutbox(db: Database) {
@@ -180,6 +184,7 @@ export function prepareOutbox(db: Database) {
     ),
     earliestPending: prepare<[{ account: string; limit: number }], PendingRow>(
       `SELECT ${pendingColumns('@account')} FROM deliveries d INDEXED BY deliveries_account_due
+         JOIN messages m ON m.ref = d.message_ref
        WHERE d.account_id = ${refOf('@account')} AND d.state = 'pending'
        ORDER BY d.next_attempt_at, d.seq LIMIT @limit`,
     ),
@@ -203,8 +208,11 @@ export function prepareOutbox(db: Database) {
     ),
     // INDEXED BY: left to itself, SQLite walks the account's deliveries in seq order to skip the sort.
     messageDeliveries: prepare<[string, string], DeliveryRow>(
-      `SELECT ${DELIVERY_COLUMNS} ${fromDeliveries('deliveries_recipient')}
-       WHERE d.account_id = ${refOf('?')} AND d.message_id = ? ORDER BY d.seq`,
+      `SELECT ${DELIVERY_COLUMNS}
+       FROM messages m CROSS JOIN deliveries d INDEXED BY deliveries_record
+           ON d.account_id = m.account_id AND d.message_ref = m.ref
+         JOIN receipt_events e ON e.account_id = d.account_id AND e.seq = d.seq
+       WHERE m.account_id = ${refOf('?')} AND m.id = ? ORDER BY d.seq`,
     ),
     attempts: prepare<[string, number], AttemptRow>(
       `SELECT at, http_status, error, duration_ms FROM delivery_attempts WHERE account_id = ${refOf('?')} AND seq = ? ORDER BY n`,
@@ -238,14 +246,14 @@ export function prepareOutbox(db: Database) {
        FROM ${eventsWithRecord} LEFT JOIN deliveries d ON d.account_id = e.account_id AND d.seq = e.seq
        WHERE e.account_id = ${refOf('@account')} AND e.recorded_at >= @since
        UNION ALL
-       SELECT d.seq, d.message_id, d.recipient, e.recorded_at, d.state
+       SELECT d.seq, m.id, m.channel_user_id, e.recorded_at, d.state
        ${fromDeliveries('deliveries_account_due')}
        WHERE d.account_id = ${refOf('@account')} AND d.state = 'pending' AND e.recorded_at < @since`,
     ),
     backfillQueue: prepare<[{ account: string; seq: number; now: number }]>(
-      `INSERT INTO deliveries (account_id, seq, id, message_id, recipient, state, created_at, next_attempt_at)
-       SELECT e.account_id, e.seq, e.id, m.id, m.channel_user_id, 'pending', @now, @now
-       FROM ${eventsWithRecord} WHERE e.account_id = ${refOf('@account')} AND e.seq = @seq`,
+      `INSERT INTO deliveries (account_id, seq, id, message_ref, state, created_at, next_attempt_at)
+       SELECT e.account_id, e.seq, e.id, e.message_ref, 'pending', @now, @now
+       FROM receipt_events e WHERE e.account_id = ${refOf('@account')} AND e.seq = @seq`,
     ),
     supersedeOne: prepare<[string, number]>(
       `UPDATE deliveries SET state = 'superseded', next_attempt_at = NULL

@@ -15,6 +15,8 @@ export type Columns = { time: number; json: string; flag: number };
  * and receipt columns (current-item.ts).
  */
 export type ItemColumns = { item: string | null } & shared.SmsColumns<Columns>;
+/** A delivery's or an event's recipient, from its record `m` (record-refs.ts). */
+export const RECIPIENT_COLUMNS = 'm.id AS message_id, m.channel_user_id AS recipient';
 /** The columns of {@link ItemColumns}: the event's from `e`, its record's from `m`. */
 export const ITEM_COLUMNS = `e.item, ${shared.SMS_COLUMN_NAMES.map((column) => `m.${column}`).join(', ')}`;
 
@@ -52,10 +54,10 @@ export const MESSAGE_COLUMNS = messageColumns('c.contact_id', 'c.id');
  */
 export const CONVERSATION_MESSAGE_COLUMNS = messageColumns('@contact', '@conversation');
 export const DLR_COLUMNS = shared.DLR_COLUMN_NAMES.join(', ');
-/** A delivery (`d`) with its event (`e`) and the event's record (`m`). */
-export const DELIVERY_COLUMNS = `${shared.DELIVERY_OWN_COLUMNS}, ${ITEM_COLUMNS}`;
+/** A delivery (`d`) with its event (`e`) and their record (`m`). */
+export const DELIVERY_COLUMNS = `${shared.deliveryColumns(RECIPIENT_COLUMNS)}, ${ITEM_COLUMNS}`;
 /** An event's columns from `eventsWithRecord` (record-refs.ts): the message id and number from its record `m`. */
-export const EVENT_COLUMNS = `e.seq, e.id, m.id AS message_id, m.channel_user_id AS recipient, e.recorded_at, ${ITEM_COLUMNS}`;
+export const EVENT_COLUMNS = `e.seq, e.id, ${RECIPIENT_COLUMNS}, e.recorded_at, ${ITEM_COLUMNS}`;
 
 /**
  * The named parameters of a message write (everything but the key, the sequence and createdAt); no contact:
