@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { AttemptRecord } from '../../src/domain/deliveries/delivery.js';
-import type { ClaimedDelivery, ClaimRequest, Store } from '../../src/store/store.js';
+import type { ClaimedDelivery, Store } from '../../src/store/store.js';
 import { engines } from '../support/engines.js';
 import {
   at,

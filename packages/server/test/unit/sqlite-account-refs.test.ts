@@ -4,9 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CarrierReceiptInput, MessageUpsert } from '../../src/domain/ingest/precedence.js';
-import { currentItemOf } from '../../src/store/sqlite/current-item.js';
-import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
-import { fromRow } from '../../src/store/sqlite/rows.js';
+import { MIGRATIONS, registerMigrationFunctions } from '../../src/store/sqlite/migrations.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/store.js';
 import { at, ingest, ingestReceipts, NOW, newAccount, receipt, sms } from '../conformance/fixtures.js';
@@ -39,22 +37,8 @@ function downgradeTo(path: string, version: number): void {
   const db = new Database(old);
   try {
     // The item an event that stores none stands for, as the store would have written it (and as migration 12,
-    // applied to the empty tables below, calls it).
-    db.function('waybill_current_item', { varargs: true }, (id, to, ...sms) => {
-      const [sms_status, network, price, counts, dr_statuscode, dr_errcode, dr_time] = sms;
-      const row = {
-        id,
-        channel_user_id: to,
-        sms_status,
-        network,
-        price,
-        counts,
-        dr_statuscode,
-        dr_errcode,
-        dr_time,
-      };
-      return currentItemOf(fromRow.dlrRecipient(row));
-    });
+    // applied to the empty tables below, asks for it).
+    registerMigrationFunctions(db);
     db.exec(`CREATE TABLE schema_migrations (
       version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
     for (const m of MIGRATIONS.filter((m) => m.version <= version)) {

@@ -781,24 +781,11 @@ export const MIGRATIONS: readonly Migration[] = [
 ];
 
 /**
- * Applies the migrations not yet recorded in `schema_migrations`, each in its own transaction. Idempotent;
- * IMMEDIATE transactions take the write lock before checking, so two processes migrating one file at once
- * apply each step exactly once (the second waits on busy_timeout, then finds it done). Returns the steps this
- * call applied, oldest first.
+ * The SQL functions the migrations call: `waybill_current_item(id, to, sms columns…)`, a record's current item as
+ * stored (current-item.ts), which migration 12 compares every event's item with. migrate() registers them on its
+ * connection; a tool that applies the migrations' SQL itself must too.
  */
-export function migrate(db: Database): AppliedMigration[] {
-  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-    version INTEGER NOT NULL PRIMARY KEY,
-    name TEXT NOT NULL,
-    applied_at INTEGER NOT NULL
-  ) STRICT`);
-  const applied = db.prepare<[number], { version: number }>(
-    'SELECT version FROM schema_migrations WHERE version = ?',
-  );
-  const record = db.prepare<[number, string, number]>(
-    'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
-  );
-  const done: AppliedMigration[] = [];
+export function registerMigrationFunctions(db: Database): void {
   db.function(
     CURRENT_ITEM_FUNCTION,
     { deterministic: true, varargs: true },
@@ -818,6 +805,28 @@ export function migrate(db: Database): AppliedMigration[] {
       return currentItemOf(fromRow.dlrRecipient(row));
     },
   );
+}
+
+/**
+ * Applies the migrations not yet recorded in `schema_migrations`, each in its own transaction. Idempotent;
+ * IMMEDIATE transactions take the write lock before checking, so two processes migrating one file at once
+ * apply each step exactly once (the second waits on busy_timeout, then finds it done). Returns the steps this
+ * call applied, oldest first.
+ */
+export function migrate(db: Database): AppliedMigration[] {
+  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER NOT NULL PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at INTEGER NOT NULL
+  ) STRICT`);
+  const applied = db.prepare<[number], { version: number }>(
+    'SELECT version FROM schema_migrations WHERE version = ?',
+  );
+  const record = db.prepare<[number, string, number]>(
+    'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
+  );
+  const done: AppliedMigration[] = [];
+  registerMigrationFunctions(db);
   // SQLite's way to rebuild tables (https://sqlite.org/lang_altertable.html#otheralter): foreign keys off
   // while tables are dropped and renamed (the pragma cannot change inside a transaction), then every key
   // checked before the step commits, so no step leaves a broken reference behind.
