@@ -40,7 +40,7 @@ export function dlrRoutes(db, authenticate) {
       if (account === null) return [401, { code: 4, descr: 'Invalid credentials' }];
       const rows = recipients.all(account.ref, messageId);
       if (rows.length > 1) rows.sort((a, b) => a.seq - b.seq);
-      return [200, rows.map(dlrItem)];
+      return [200, rows.map((row) => dlrItem(row))];
     },
   };
 }
