@@ -81,8 +81,8 @@ const NEWER_OF_RECIPIENT = `EXISTS (SELECT 1 FROM deliveries n INDEXED BY delive
    WHERE n.account_id = d.account_id AND n.message_ref = d.message_ref AND n.seq > d.seq) AS newer`;
 
 /**
- * Deliveries with their events, and the events' records (`m`, for the item of an event that stores none:
- * current-item.ts); `index` pins the deliveries' side to that index.
+ * Deliveries with their events and their record (`m`: the recipient's message id and number, and the item of an
+ * event that stores none, current-item.ts); `index` pins the deliveries' side to that index.
  */
 const fromDeliveries = (index?: string) =>
   `FROM deliveries d${index ? ` INDEXED BY ${index}` : ''} JOIN receipt_events e ON e.account_id = d.account_id AND e.seq = d.seq
