@@ -24,6 +24,26 @@ async function account(store: Store, callbacks = false): Promise<string> {
   return created.id;
 }
 
+/** The /dlr item of m-1 to TO after a receipt, sent at `sms`'s price on its network. */
+const m1Item = (
+  drStatuscode: string,
+  drStatus: 0 | 400,
+  drTime: string,
+  sms = { price: 0.05, network: '23410' },
+) => ({
+  type: 'dlr',
+  messageid: 'm-1',
+  to: TO,
+  status: '0',
+  price: sms.price,
+  counts: 1,
+  network: sms.network,
+  drStatus,
+  drStatuscode,
+  drErrcode: '0',
+  drTime,
+});
+
 const events = (store: Store, accountId: string, after = 0, limit = 1000) =>
   store.listReceiptEvents(accountId, after, limit);
 
@@ -40,19 +60,7 @@ describe.each(engines())('$name store: receipt events and early receipts', (engi
       expect(e.id).toMatch(EVENT_ID);
       expect(e.recordedAt).toStrictEqual(NOW);
     }
-    expect(list[0]?.item).toStrictEqual({
-      type: 'dlr',
-      messageid: 'm-1',
-      to: TO,
-      status: '0',
-      price: 0.05,
-      counts: 1,
-      network: '23410',
-      drStatus: 0,
-      drStatuscode: 'accepted',
-      drErrcode: '0',
-      drTime: '2026-11-22 10:00:01.000',
-    });
+    expect(list[0]?.item).toStrictEqual(m1Item('accepted', 0, '2026-11-22 10:00:01.000'));
     expect(list[1]?.item).toMatchObject({ drStatuscode: 'delivered', drTime: '2026-11-22 10:00:02.000' });
     expect(new Set(list.map((e) => e.id)).size).toBe(2);
   });
@@ -232,21 +240,8 @@ describe.each(engines())('$name store: receipt events and early receipts', (engi
     ]);
     await ingest(store(), a, [sms('m-1', TO, { sms: { network: '310260', price: 2 } })]);
     expect((await store().findDlr(a, 'm-1'))[0]?.sms).toMatchObject({ network: '310260', price: 2 });
-    const recorded = (code: string, drTime: string) => ({
-      type: 'dlr',
-      messageid: 'm-1',
-      to: TO,
-      status: '0',
-      price: 0.05,
-      counts: 1,
-      network: '23410',
-      drStatus: code === 'delivered' || code === 'accepted' ? 0 : 400,
-      drStatuscode: code,
-      drErrcode: '0',
-      drTime,
-    });
-    const first = recorded('accepted', '2026-11-22 10:00:01.000');
-    const second = recorded('delivered', '2026-11-22 10:00:02.000');
+    const first = m1Item('accepted', 0, '2026-11-22 10:00:01.000');
+    const second = m1Item('delivered', 0, '2026-11-22 10:00:02.000');
     expect((await events(store(), a)).map((e) => e.item)).toStrictEqual([
       first,
       second,
@@ -262,7 +257,7 @@ describe.each(engines())('$name store: receipt events and early receipts', (engi
       first,
       second,
       expect.objectContaining({ messageid: 'm-2' }),
-      { ...recorded('failed', '2026-11-22 10:00:03.000'), price: 2, network: '310260', drErrcode: '0' },
+      m1Item('failed', 400, '2026-11-22 10:00:03.000', { price: 2, network: '310260' }),
     ]);
     // What a callback sends is the item's JSON as recorded.
     const claimed = await store().claimDeliveries(claimRequest({ now: at(10) }));

@@ -26,6 +26,13 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 let files = 0;
 const open = (path: string) => openSqliteStore({ path, cacheMb: 8 });
 
+/** The columns of older events and deliveries that their record now holds, by the record's column. */
+const RECORD_COLUMNS: Partial<Record<string, string>> = {
+  message_id: 'id',
+  recipient: 'channel_user_id',
+  message_created_at: 'created_at',
+};
+
 /**
  * Rewrites the file at `path` as migration `version` (8 to 12) left its schema: a record's contact and
  * conversation ids where its conversation's ref is, an event's and a delivery's message id and number where
@@ -68,21 +75,13 @@ function downgradeTo(path: string, version: number): void {
           return '(SELECT contact_id FROM cur.conversations WHERE ref = t.conversation_ref)';
         if (name === 'messages' && c === 'conversation_id')
           return '(SELECT id FROM cur.conversations WHERE ref = t.conversation_ref)';
-        if (name === 'receipt_events' && c === 'message_id')
-          return '(SELECT id FROM cur.messages WHERE ref = t.message_ref)';
-        if (name === 'receipt_events' && c === 'recipient')
-          return '(SELECT channel_user_id FROM cur.messages WHERE ref = t.message_ref)';
-        if (name === 'receipt_events' && c === 'message_created_at')
-          return '(SELECT created_at FROM cur.messages WHERE ref = t.message_ref)';
+        // An event's or a delivery's recipient, and its record's time, from the record its ref names.
+        const ofRecord = RECORD_COLUMNS[c];
+        if ((name === 'receipt_events' || name === 'deliveries') && ofRecord)
+          return `(SELECT ${ofRecord} FROM cur.messages WHERE ref = t.message_ref)`;
         if (name === 'receipt_events' && c === 'item' && version < 12)
           return `coalesce(t.item, (SELECT waybill_current_item(m.id, m.channel_user_id, m.sms_status, m.network, m.price,
                     m.counts, m.dr_statuscode, m.dr_errcode, m.dr_time) FROM cur.messages m WHERE m.ref = t.message_ref))`;
-        if (name === 'deliveries' && c === 'message_id')
-          return '(SELECT id FROM cur.messages WHERE ref = t.message_ref)';
-        if (name === 'deliveries' && c === 'recipient')
-          return '(SELECT channel_user_id FROM cur.messages WHERE ref = t.message_ref)';
-        if (name === 'deliveries' && c === 'message_created_at')
-          return '(SELECT created_at FROM cur.messages WHERE ref = t.message_ref)';
         return `t.${c}`;
       });
       db.exec(

@@ -1,5 +1,5 @@
 import type { Delivery } from '../../domain/deliveries/delivery.js';
-import type { DlrRecipient } from '../../domain/records.js';
+import type { DlrRecipient, StoredMessage } from '../../domain/records.js';
 import { type DlrItem, toDlrItem } from '../../domain/wire.js';
 import { itemJsonOf, itemOf, storedItem } from '../event-item.js';
 import { type DeliveryRow, fromRow, type ItemColumns } from './rows.js';
@@ -19,6 +19,21 @@ import { type DeliveryRow, fromRow, type ItemColumns } from './rows.js';
 /** The item to store of a recipient as it stands (store/event-item.ts): what an event without one stands for. */
 export const currentItemOf = (recipient: DlrRecipient): string =>
   storedItem(toDlrItem(recipient), recipient.id, recipient.channelUserId);
+
+/** What to store for an event's item (stored form): none when it is its record's as written, `written`. */
+export const itemToStore = (item: string, written: DlrRecipient | undefined): string | null =>
+  written !== undefined && currentItemOf(written) === item ? null : item;
+
+/**
+ * The item to give back to a record's events that store none, before the write of `after` changes what `before`
+ * stood for; null when nothing changes. Only an applied receipt records an event, and its item carries that
+ * receipt: a record without one has no event standing for its current item.
+ */
+export function itemToKeep(before: StoredMessage | undefined, after: StoredMessage): string | null {
+  if (!before?.sms?.receipt) return null;
+  const item = currentItemOf(before);
+  return item === currentItemOf(after) ? null : item;
+}
 
 /** An event read with its message id, recipient and {@link ItemColumns}. */
 type ItemRow = { message_id: string; recipient: string } & ItemColumns;

@@ -5,7 +5,7 @@ import type { DlrRecipient } from '../../domain/records.js';
 import { storedItem } from '../event-item.js';
 import { UnknownAccountError } from '../store.js';
 import { refOf } from './account-ref.js';
-import { currentItemOf } from './current-item.js';
+import { itemToStore } from './current-item.js';
 import { preparer } from './database.js';
 import { recordRefOf } from './record-refs.js';
 
@@ -86,7 +86,6 @@ export function writeEvents(
     seq++;
     const recordedAt = event.recordedAt.getTime();
     const item = storedItem(event.item, event.messageId, event.to);
-    const record = current.get(recordKey(event.messageId, event.to));
     sql.insertEvent.run(
       accountId,
       seq,
@@ -95,7 +94,7 @@ export function writeEvents(
       event.messageId,
       event.to,
       recordedAt,
-      record !== undefined && currentItemOf(record) === item ? null : item,
+      itemToStore(item, current.get(recordKey(event.messageId, event.to))),
     );
     if (event.delivery !== null) {
       sql.insertDelivery.run(

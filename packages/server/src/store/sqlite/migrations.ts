@@ -715,7 +715,7 @@ export const MIGRATIONS: readonly Migration[] = [
       -- An event whose item is its record's as the record stands stores none (current-item.ts): the record's
       -- columns hold it, and it was 66 of an event's 134 bytes. The column becomes nullable, which SQLite does
       -- by rebuilding the table; the events that stand for their record's item now lose their copy of it.
-      -- ${CURRENT_ITEM_FUNCTION} is the store's own currentItemOf, registered by migrate() below.
+      -- ${CURRENT_ITEM_FUNCTION} is the store's own currentItemOf (registerMigrationFunctions, below).
       CREATE TABLE receipt_events_v12 (
         account_id INTEGER NOT NULL,
         seq INTEGER NOT NULL,

@@ -4,7 +4,7 @@ import { recordKey } from '../../domain/ingest/plan-messages.js';
 import type { StoredMessage } from '../../domain/records.js';
 import { type CarrierRow, carrierClaim, type MessageRow } from '../rows.js';
 import { idOfRef, refOf } from './account-ref.js';
-import { currentItemOf } from './current-item.js';
+import { itemToKeep } from './current-item.js';
 import { preparer } from './database.js';
 import { conversationRefOf, recordRefOf, recordsWithConversation } from './record-refs.js';
 import {
@@ -151,17 +151,6 @@ export function readRecords(
 }
 
 /**
- * The item a record stood for, when `after` changes it and events may store none (current-item.ts); else null.
- * Only an applied receipt records an event, and its item carries that receipt: a record without one has no
- * event standing for its current item.
- */
-function itemBefore(before: StoredMessage | undefined, after: StoredMessage): string | null {
-  if (!before?.sms?.receipt) return null;
-  const item = currentItemOf(before);
-  return item === currentItemOf(after) ? null : item;
-}
-
-/**
  * Writes whole records: inserts the new ones, numbered in the given (first-ingested) order, updates the rest,
  * `stored` giving each one's stored state.
  */
@@ -179,7 +168,7 @@ export function writeRecords(
       sql.insertMessage.run(newMessageValues(accountId, ++seq, record));
       continue;
     }
-    const item = itemBefore(stored(record), record);
+    const item = itemToKeep(stored(record), record);
     if (item !== null) sql.fillItemsOfKey.run(item, accountId, accountId, record.id, record.channelUserId);
     sql.updateMessage.run(messageParams(accountId, record));
   }
@@ -210,13 +199,15 @@ export function readRecipients(sql: RecordStatements, accountId: string, ids: re
   for (const [id, list] of found) {
     // In the order they were first ingested, as /dlr lists them.
     if (list.length > 1) list.sort((a, b) => a.seq - b.seq);
-    const records = list.map(fromRow.message);
-    byId.set(id, records);
-    list.forEach((r, i) => {
+    const records: StoredMessage[] = [];
+    for (const r of list) {
+      const record = fromRow.message(r);
       const key = recordKey(r.id, r.channel_user_id);
+      records.push(record);
       rows.set(key, r.row);
-      stored.set(key, records[i] as StoredMessage);
-    });
+      stored.set(key, record);
+    }
+    byId.set(id, records);
   }
   return { byId, rows, stored };
 }
@@ -233,7 +224,7 @@ export function updateSmsState(
     const row = recipients.rows.get(key);
     // Receipts only ever change recipients the batch loaded.
     if (row === undefined) throw new Error(`receipt plan updates an unloaded record ${record.id}`);
-    const item = itemBefore(recipients.stored.get(key), record);
+    const item = itemToKeep(recipients.stored.get(key), record);
     if (item !== null) sql.fillItemsOfRow.run(item, accountId, row);
     sql.updateReceipt.run(receiptValues(record, row));
   }
