@@ -14,6 +14,7 @@ import { lockCarrierParking, lockParking } from './park-locks.js';
 import { lockParked, lockParkedOfPairs, unpark } from './parked.js';
 import { ensurePartitions } from './partitions.js';
 import { inTransaction, RETRY, type TransactionResult } from './pool.js';
+import { ACCOUNT } from './probes.js';
 import { insertKeys, lockCarriers, lockKeys, readRecords, upsertRecords, writeCarriers } from './records.js';
 import { writeRollupOf } from './rollup.js';
 
@@ -131,15 +132,20 @@ async function loadIdentities(
     contact_id: string;
   }>({
     name: 'wb_batch_identities',
+    // One probe per identity and per contact (probes.ts).
     text: `SELECT false AS named, i.channel, i.channel_user_id, i.contact_id
-           FROM identities i
-           JOIN unnest($2::text[], $3::text[]) AS u (channel, channel_user_id)
-             ON i.channel = u.channel AND i.channel_user_id = u.channel_user_id
-           WHERE i.account_id = $1
+           FROM unnest($2::text[], $3::text[]) AS u (channel, channel_user_id)
+           CROSS JOIN LATERAL (
+             SELECT * FROM identities i
+             WHERE i.account_id = ${ACCOUNT} AND i.channel = u.channel AND i.channel_user_id = u.channel_user_id
+             OFFSET 0
+           ) i
            UNION ALL
            SELECT true AS named, i.channel, i.channel_user_id, i.contact_id
-           FROM identities i
-           WHERE i.account_id = $1 AND i.contact_id = ANY($4::uuid[])`,
+           FROM (SELECT DISTINCT contact_id FROM unnest($4::uuid[]) AS t (contact_id)) u
+           CROSS JOIN LATERAL (
+             SELECT * FROM identities i WHERE i.account_id = ${ACCOUNT} AND i.contact_id = u.contact_id OFFSET 0
+           ) i`,
     values: [
       accountId,
       identities.map((i) => i.channel),
@@ -161,8 +167,12 @@ async function loadConversations(
   if (contactIds.length === 0) return new Map();
   const result = await client.query<{ contact_id: string; channel: string; id: string }>({
     name: 'wb_conversations_of_contacts',
-    text: `SELECT contact_id, channel, id FROM conversations
-           WHERE account_id = $1 AND contact_id = ANY($2::uuid[])`,
+    // One probe per contact (probes.ts).
+    text: `SELECT c.contact_id, c.channel, c.id
+           FROM (SELECT DISTINCT contact_id FROM unnest($2::uuid[]) AS t (contact_id)) u
+           CROSS JOIN LATERAL (
+             SELECT * FROM conversations c WHERE c.account_id = ${ACCOUNT} AND c.contact_id = u.contact_id OFFSET 0
+           ) c`,
     values: [accountId, contactIds],
   });
   return conversationIds(result.rows);

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { isUuid } from '../../domain/formats.js';
 import type { DlrRow, MessageRow } from '../rows.js';
 import type { HistoryQuery, QueryStore } from '../store.js';
+import { ACCOUNT, joinRecord } from './probes.js';
 import { type Columns, DLR_COLUMNS, fromRow, MESSAGE_COLUMNS } from './rows.js';
 
 /**
@@ -42,10 +43,12 @@ export function queries(
         pool.query<MessageRow<Columns>>({
           name: campaignId === undefined ? 'wb_messages_by_ids' : 'wb_messages_by_ids_campaign',
           text: `SELECT ${MESSAGE_COLUMNS}
-               FROM message_keys k
+               FROM (SELECT DISTINCT id FROM unnest($2::text[]) AS t (id)) u
+               CROSS JOIN LATERAL (
+                 SELECT * FROM message_keys k WHERE k.account_id = ${ACCOUNT} AND k.id = u.id OFFSET 0
+               ) k
                ${joinRecord('k')}
-               WHERE k.account_id = $1 AND k.id = ANY($2::text[])
-                 ${campaignId === undefined ? '' : 'AND m.campaign_id = $3'}
+               ${campaignId === undefined ? '' : 'WHERE m.campaign_id = $3'}
                ORDER BY m.created_at, m.id, m.channel_user_id`,
           values,
         }),
@@ -71,21 +74,6 @@ export function queries(
     },
   };
 }
-
-/**
- * Joins each row of `keys` (id, channel_user_id, created_at; account `$1`) to its record as `m`. A plain join
- * lets the planner filter on created_at after probing every month partition; a LATERAL subquery fenced with
- * OFFSET 0 stays a parameterized nested loop, whose Append PostgreSQL prunes at run time to the one partition
- * that holds each record. For the few records of a /dlr or by-ids lookup, that is one index probe instead of
- * one per month.
- */
-const joinRecord = (keys: string): string =>
-  `CROSS JOIN LATERAL (
-     SELECT * FROM messages m
-     WHERE m.account_id = $1 AND m.id = ${keys}.id AND m.channel_user_id = ${keys}.channel_user_id
-       AND m.created_at = ${keys}.created_at
-     OFFSET 0
-   ) m`;
 
 /**
  * The keyset query for one shape of history request. Each shape (contact or campaign, with or without the
