@@ -144,8 +144,10 @@ describe.skipIf(!POSTGRES_URL)(
       expect(done).toEqual({ ok: true, value: { accepted: BATCH, events: 0 } });
       const receipts = Array.from(
         { length: BATCH },
+        // Half name their recipient, half do not (each message has one).
         (_, n): ReceiptInput => ({
           messageId: `m-${n * 97}`,
+          ...(n % 2 === 0 ? { to: message(n * 97).channelUserId } : {}),
           drStatuscode: 'delivered',
           drErrcode: '0',
           drTime: at(120),
@@ -159,7 +161,7 @@ describe.skipIf(!POSTGRES_URL)(
         'wb_batch_identities',
         'wb_conversations_of_contacts',
         'wb_lock_keys',
-        'wb_lock_keys_of_ids',
+        'wb_lock_receipt_keys',
         'wb_read_records',
         'wb_update_sms_state',
       ]) {

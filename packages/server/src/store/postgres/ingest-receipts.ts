@@ -20,10 +20,11 @@ import { lockCarrierParking, lockParking } from './park-locks.js';
 import { park, parkCarrier } from './parked.js';
 import { inTransaction, RETRY, type TransactionResult } from './pool.js';
 import {
-  countKeysOfIds,
+  countReceiptKeys,
   holdersOnRoute,
   type KeyRow,
-  lockKeysOfIds,
+  lockReceiptKeys,
+  type ReceiptKey,
   readRecords,
   updateSmsState,
 } from './records.js';
@@ -52,7 +53,8 @@ async function ingestReceiptsOnce(
   dryRun = false,
 ): Promise<TransactionResult<BatchOutcome<ReceiptOutcome>> | typeof RETRY> {
   const { callbacks } = await lockAccount(client, accountId);
-  const keyRows = await lockKeysOfIds(client, accountId, [...new Set(items.map((i) => i.messageId))]);
+  const keys = receiptKeys(items);
+  const keyRows = await lockReceiptKeys(client, accountId, keys);
   const state: ReceiptBatchState = {
     recipients: await loadRecipients(client, accountId, keyRows),
     callbacks,
@@ -61,7 +63,7 @@ async function ingestReceiptsOnce(
   if (!planned.ok) return { commit: false, value: { ok: false, errors: planned.errors } };
   const { plan } = planned;
   if (dryRun) return { commit: false, value: { ok: true, value: plan.outcome } };
-  if (!(await mayPark(client, accountId, plan, keyRows))) return RETRY;
+  if (!(await mayPark(client, accountId, plan, keys, keyRows))) return RETRY;
   await updateSmsState(client, accountId, plan.updates);
   await park(client, accountId, plan.park, now);
   await writeRollupOf(client, accountId, storedRecipients(state.recipients), plan.updates);
@@ -69,7 +71,29 @@ async function ingestReceiptsOnce(
   return { commit: true, value: { ok: true, value: plan.outcome } };
 }
 
-/** Outbound SMS recipients per message id, in first-ingested order (as /dlr lists them). */
+/**
+ * The records a receipt batch may touch: the recipient each receipt names, or every recipient of its message id
+ * when one of its receipts names none.
+ */
+function receiptKeys(items: readonly ReceiptInput[]): ReceiptKey[] {
+  const named = new Map<string, Set<string> | null>();
+  for (const { messageId, to } of items) {
+    const tos = named.get(messageId);
+    if (to === undefined || tos === null) named.set(messageId, null);
+    else named.set(messageId, (tos ?? new Set()).add(to));
+  }
+  const keys: ReceiptKey[] = [];
+  for (const [id, tos] of named) {
+    if (tos === null) keys.push({ id, to: null });
+    else for (const to of tos) keys.push({ id, to });
+  }
+  return keys;
+}
+
+/**
+ * Outbound SMS recipients per message id, in first-ingested order (as /dlr lists them): those of `keyRows`,
+ * which for a receipt naming its recipient is that one alone.
+ */
 async function loadRecipients(
   client: pg.PoolClient,
   accountId: string,
@@ -88,21 +112,24 @@ async function loadRecipients(
 }
 
 /**
- * Takes the parking locks of the ids the plan parks, then checks that no record of them arrived since the
- * batch looked: one that did was committed by a message batch this one could not see, and parking beside it
- * would strand the receipt. Then the batch must start over (and will apply the receipt instead).
+ * Takes the parking locks of the ids the plan parks, then checks that none of the records their receipts name
+ * arrived since the batch looked: one that did was committed by a message batch this one could not see, and
+ * parking beside it would strand the receipt. Then the batch must start over (and will apply the receipt
+ * instead).
  */
 async function mayPark(
   client: pg.PoolClient,
   accountId: string,
   plan: ReceiptPlan,
+  keys: readonly ReceiptKey[],
   keyRows: readonly KeyRow[],
 ): Promise<boolean> {
   if (plan.park.length === 0) return true;
   const ids = new Set(plan.park.map((r) => r.messageId));
   await lockParking(client, accountId, ids, 'exclusive');
   const seen = keyRows.filter((k) => ids.has(k.id)).length;
-  return (await countKeysOfIds(client, accountId, [...ids])) <= seen;
+  const parking = keys.filter((k) => ids.has(k.id));
+  return (await countReceiptKeys(client, accountId, parking)) <= seen;
 }
 
 /** Carrier receipt ingest on PostgreSQL (CONTRACT §12 "Correlation"). */
@@ -129,11 +156,15 @@ async function ingestCarrierReceiptsOnce(
 ): Promise<TransactionResult<CarrierReceiptResult[]> | typeof RETRY> {
   const ids = [...new Set(items.map((i) => i.carrierId))];
   const seen = await holdersOnRoute(client, route, ids, false);
-  const idsOf = new Map<string, Set<string>>();
-  for (const row of seen)
-    idsOf.set(row.account_id, (idsOf.get(row.account_id) ?? new Set()).add(row.message_id));
+  // Each holder's recipient, by account: every receipt here names its recipient.
+  const keysOf = new Map<string, Map<string, ReceiptKey>>();
+  for (const row of seen) {
+    const keys = keysOf.get(row.account_id) ?? new Map<string, ReceiptKey>();
+    keys.set(recordKey(row.message_id, row.channel_user_id), { id: row.message_id, to: row.channel_user_id });
+    keysOf.set(row.account_id, keys);
+  }
   const loaded = new Map<string, ReceiptBatchState>();
-  for (const accountId of [...idsOf.keys()].sort()) {
+  for (const accountId of [...keysOf.keys()].sort()) {
     let callbacks: boolean;
     try {
       ({ callbacks } = await lockAccount(client, accountId));
@@ -142,7 +173,7 @@ async function ingestCarrierReceiptsOnce(
       if (error instanceof UnknownAccountError) return RETRY;
       throw error;
     }
-    const keyRows = await lockKeysOfIds(client, accountId, [...(idsOf.get(accountId) ?? [])]);
+    const keyRows = await lockReceiptKeys(client, accountId, [...(keysOf.get(accountId)?.values() ?? [])]);
     loaded.set(accountId, { recipients: await loadRecipients(client, accountId, keyRows), callbacks });
   }
   const locked = await holdersOnRoute(client, route, ids, true);

@@ -48,40 +48,66 @@ export async function lockKeys(
   return result.rows;
 }
 
-/** Locks the identity rows of every record with one of these message ids (all recipients of each). */
-export async function lockKeysOfIds(
+/**
+ * The records a receipt batch names: one recipient of a message id (`to` given), or all of them (`to` null, for a
+ * receipt without `to`, which needs to know how many there are). Each id at most once with `to` null.
+ */
+export interface ReceiptKey {
+  id: string;
+  to: string | null;
+}
+
+/**
+ * The key rows of `keys`, one fenced probe each (probes.ts), in key order: the keys sorted as the index sorts
+ * them, and an id's recipients in index order. A receipt with `to` locks its recipient only, so batches with
+ * receipts for other recipients of one message id (a message to many numbers) do not queue behind each other.
+ */
+const receiptKeysStatement = (lock: boolean): string =>
+  `SELECT k.id, k.channel_user_id, k.created_at, k.seq
+   FROM (
+     SELECT id COLLATE "C" AS id, channel_user_id COLLATE "C" AS channel_user_id
+     FROM unnest($2::text[], $3::text[]) AS t (id, channel_user_id)
+     ORDER BY 1, 2
+   ) u
+   CROSS JOIN LATERAL (
+     SELECT * FROM (
+       SELECT * FROM message_keys k
+       WHERE u.channel_user_id IS NULL AND k.account_id = ${ACCOUNT} AND k.id = u.id
+       ORDER BY k.channel_user_id
+       ${lock ? 'FOR UPDATE' : 'OFFSET 0'}
+     ) every_recipient
+     UNION ALL
+     SELECT * FROM (
+       SELECT * FROM message_keys k
+       WHERE k.account_id = ${ACCOUNT} AND k.id = u.id AND k.channel_user_id = u.channel_user_id
+       ${lock ? 'FOR UPDATE' : 'OFFSET 0'}
+     ) one_recipient
+   ) k`;
+
+/** Locks the key rows of a receipt batch's records ({@link ReceiptKey}), in key order as lockKeys takes them. */
+export async function lockReceiptKeys(
   client: pg.PoolClient,
   accountId: string,
-  ids: readonly string[],
+  keys: readonly ReceiptKey[],
 ): Promise<KeyRow[]> {
   const result = await client.query<KeyRow>({
-    name: 'wb_lock_keys_of_ids',
-    // One probe per id (probes.ts), in key order as lockKeys takes them.
-    text: `SELECT k.id, k.channel_user_id, k.created_at, k.seq
-           FROM (SELECT DISTINCT id COLLATE "C" AS id FROM unnest($2::text[]) AS t (id) ORDER BY 1) u
-           CROSS JOIN LATERAL (
-             SELECT * FROM message_keys k
-             WHERE k.account_id = ${ACCOUNT} AND k.id = u.id
-             ORDER BY k.channel_user_id
-             FOR UPDATE
-           ) k`,
-    values: [accountId, ids],
+    name: 'wb_lock_receipt_keys',
+    text: receiptKeysStatement(true),
+    values: [accountId, keys.map((k) => k.id), keys.map((k) => k.to)],
   });
   return result.rows;
 }
 
-/** How many records (of any recipient) these message ids have now; a fresh snapshot of their key rows. */
-export async function countKeysOfIds(
+/** How many key rows these {@link ReceiptKey}s name now: a fresh snapshot, to compare with those locked. */
+export async function countReceiptKeys(
   client: pg.PoolClient,
   accountId: string,
-  ids: readonly string[],
+  keys: readonly ReceiptKey[],
 ): Promise<number> {
   const result = await client.query<{ n: number }>({
-    name: 'wb_count_keys_of_ids',
-    text: `SELECT count(*) AS n
-           FROM (SELECT DISTINCT id FROM unnest($2::text[]) AS t (id)) u
-           CROSS JOIN LATERAL (SELECT 1 FROM message_keys k WHERE k.account_id = ${ACCOUNT} AND k.id = u.id OFFSET 0) k`,
-    values: [accountId, ids],
+    name: 'wb_count_receipt_keys',
+    text: `SELECT count(*)::int AS n FROM (${receiptKeysStatement(false)}) named`,
+    values: [accountId, keys.map((k) => k.id), keys.map((k) => k.to)],
   });
   return result.rows[0]?.n ?? 0;
 }
