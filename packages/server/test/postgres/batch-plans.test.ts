@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MessageUpsert, ReceiptInput } from '../../src/domain/ingest/precedence.js';
 import { messageIngest } from '../../src/store/postgres/ingest-messages.js';
 import { receiptIngest } from '../../src/store/postgres/ingest-receipts.js';
+import { queries } from '../../src/store/postgres/queries.js';
 import type { Store } from '../../src/store/store.js';
 import { at, NOW, newAccount, sms } from '../conformance/fixtures.js';
 import { dropSchema, freshSchema, openStore, POSTGRES_URL, sql } from './harness.js';
@@ -51,9 +52,9 @@ function rowsRead(plan: PlanNode): number {
 type Query = (config: unknown, values?: unknown) => Promise<pg.QueryResult>;
 
 /**
- * A pool whose connections explain every named statement run inside a transaction before running it: the
- * statement under EXPLAIN ANALYZE with the same values (so planned for them, as a custom plan is) in a
- * savepoint rolled back, then as the caller sent it.
+ * A pool whose connections explain every named statement before running it: the statement under EXPLAIN ANALYZE
+ * with the same values (so planned for them, as a custom plan is), in a savepoint rolled back inside a
+ * transaction (outside one, only reads run), then as the caller sent it.
  */
 function explainingPool(schema: string, plans: { name: string; read: number }[]): pg.Pool {
   const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 1, options: `-c search_path=${schema}` });
@@ -71,11 +72,11 @@ function explainingPool(schema: string, plans: { name: string; read: number }[])
           if (config === 'BEGIN') inTransaction = true;
           if (config === 'COMMIT' || config === 'ROLLBACK') inTransaction = false;
           const named = typeof config === 'object' && config !== null && 'name' in config;
-          if (named && inTransaction) {
+          if (named) {
             const { name, text, values: params } = config as pg.QueryConfig & { name: string };
-            await query('SAVEPOINT explain');
+            if (inTransaction) await query('SAVEPOINT explain');
             const { rows } = await query({ text: `EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, values: params });
-            await query('ROLLBACK TO SAVEPOINT explain');
+            if (inTransaction) await query('ROLLBACK TO SAVEPOINT explain');
             plans.push({ name, read: rowsRead(rows[0]['QUERY PLAN'][0].Plan as PlanNode) });
           }
           return query(config, values);
@@ -135,7 +136,9 @@ describe.skipIf(!POSTGRES_URL)(
       await dropSchema(schema);
     });
 
-    it('reads only the records of a message batch and of a receipt batch', { timeout: 60_000 }, async () => {
+    it('reads only the records of a message batch, a receipt batch and a lookup by ids', {
+      timeout: 60_000,
+    }, async () => {
       // Half of the batch updates stored records, half creates records of numbers the account already knows.
       const messages = Array.from({ length: BATCH }, (_, n) =>
         n % 2 === 0 ? { ...message(n * 50), text: 'again' } : { ...message(n * 50), id: `new-${n}` },
@@ -156,8 +159,21 @@ describe.skipIf(!POSTGRES_URL)(
       const applied = await receiptIngest(pool)(accountId, receipts, at(120));
       expect(applied.ok && applied.value.applied).toBe(BATCH);
 
+      // Mode 1's lookup by ids, on the same connection as a read routed to it.
+      const lookups = queries(async (_, run) => {
+        const client = await pool.connect();
+        try {
+          return await run(client as unknown as pg.Pool);
+        } finally {
+          client.release();
+        }
+      });
+      const ids = Array.from({ length: 20 }, (_, n) => `m-${n * 997}`);
+      expect(await lookups.findMessagesByIds(accountId, ids, undefined)).toHaveLength(20);
+
       const names = new Set(plans.map((p) => p.name));
       for (const lookup of [
+        'wb_messages_by_ids',
         'wb_batch_identities',
         'wb_conversations_of_contacts',
         'wb_lock_keys',

@@ -128,7 +128,7 @@ export async function readRecords(
     name: 'wb_read_records',
     text: `SELECT ${MESSAGE_COLUMNS}
            FROM unnest($2::text[], $3::text[], $4::timestamptz[]) AS u (id, channel_user_id, created_at)
-           ${joinRecord('u')}`,
+           ${joinRecord('u', ACCOUNT)}`,
     values: [
       accountId,
       keys.map((k) => k.id),
