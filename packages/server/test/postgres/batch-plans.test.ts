@@ -7,6 +7,7 @@ import { queries } from '../../src/store/postgres/queries.js';
 import type { Store } from '../../src/store/store.js';
 import { at, NOW, newAccount, sms } from '../conformance/fixtures.js';
 import { dropSchema, freshSchema, openStore, POSTGRES_URL, sql } from './harness.js';
+import { type PlanNode, rowsRead } from './plan-reads.js';
 
 /**
  * A message or receipt batch reads its own records, whatever the planner's statistics say about the account
@@ -19,35 +20,6 @@ import { dropSchema, freshSchema, openStore, POSTGRES_URL, sql } from './harness
 
 const BULK = 20_000;
 const BATCH = 200;
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  'Rows Removed by Filter'?: number;
-  'Rows Removed by Index Recheck'?: number;
-  Plans?: PlanNode[];
-}
-
-function* nodes(node: PlanNode): Generator<PlanNode> {
-  yield node;
-  for (const child of node.Plans ?? []) yield* nodes(child);
-}
-
-/** Rows the plan's scans of tables read (returned or filtered out), over all their loops. */
-function rowsRead(plan: PlanNode): number {
-  let read = 0;
-  for (const node of nodes(plan)) {
-    if (node['Relation Name'] === undefined || node['Node Type'] === 'ModifyTable') continue;
-    const rows =
-      (node['Actual Rows'] ?? 0) +
-      (node['Rows Removed by Filter'] ?? 0) +
-      (node['Rows Removed by Index Recheck'] ?? 0);
-    read += rows * (node['Actual Loops'] ?? 1);
-  }
-  return read;
-}
 
 type Query = (config: unknown, values?: unknown) => Promise<pg.QueryResult>;
 

@@ -5,6 +5,7 @@ import { SUPERSEDE_DELIVERIES } from '../../src/store/postgres/events.js';
 import type { Store } from '../../src/store/store.js';
 import { newAccount } from '../conformance/fixtures.js';
 import { dropSchema, freshSchema, openStore, POSTGRES_URL } from './harness.js';
+import { type PlanNode, rowsRead } from './plan-reads.js';
 
 /**
  * Superseding a small batch's pending deliveries reads only the batch's recipients, whatever the planner's
@@ -15,20 +16,6 @@ import { dropSchema, freshSchema, openStore, POSTGRES_URL } from './harness.js';
  */
 
 const PENDING = 20_000;
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-}
-
-function* nodes(node: PlanNode): Generator<PlanNode> {
-  yield node;
-  for (const child of node.Plans ?? []) yield* nodes(child);
-}
 
 describe.skipIf(!POSTGRES_URL)('superseding pending deliveries on PostgreSQL, with stale statistics', () => {
   const schema = freshSchema();
@@ -82,13 +69,7 @@ describe.skipIf(!POSTGRES_URL)('superseding pending deliveries on PostgreSQL, wi
           // (found, then updated); a large one may hash-join a table this small, but reads no row more than once
           // beyond its own.
           const bound = size <= 100 ? 2 * (size + 1) : PENDING + size + 1;
-          let read = 0;
-          for (const node of nodes(plan)) {
-            if (node['Relation Name'] !== 'deliveries' || node['Node Type'] === 'ModifyTable') continue;
-            read +=
-              ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0)) *
-              (node['Actual Loops'] ?? 1);
-          }
+          const read = rowsRead(plan, (table) => table === 'deliveries');
           expect(read, `deliveries read in run ${run + 1}`).toBeLessThanOrEqual(bound);
           const { rows: states } = await client.query<{ state: string; n: string }>(
             `SELECT state, count(*) AS n FROM deliveries WHERE account_id = $1 GROUP BY state ORDER BY state`,
