@@ -8,7 +8,8 @@ import { dropSchema, freshSchema, openStore, POSTGRES_URL } from './harness.js';
  * What a receipt batch locks (store/postgres/ingest-receipts.ts receiptKeys): the recipient a receipt names, or
  * every recipient of its message id when it names none. Another transaction here holds one recipient's key row,
  * as a receipt or message batch in flight does: a receipt for another recipient of the same message goes
- * through, one without `to` waits for it (it must know every recipient), and then both are applied.
+ * through; one naming the held recipient waits for it, and so does one naming none (it must count every
+ * recipient); each then completes.
  */
 
 const ID = 'bulk-1';
