@@ -42,6 +42,42 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL month partitions and prune', () => {
       ).map((r) => [r.id, r.part]),
     );
 
+  /** Each partition's fillfactor, as `partition → setting` (null where none is set). */
+  const fillfactors = async (): Promise<Record<string, string | null>> =>
+    Object.fromEntries(
+      (
+        await sql<{ name: string; fillfactor: string | null }>(
+          schema,
+          `SELECT c.relname AS name,
+             (SELECT split_part(o, '=', 2) FROM unnest(c.reloptions) AS o WHERE o LIKE 'fillfactor=%') AS fillfactor
+           FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+           WHERE i.inhparent = 'messages'::regclass`,
+        )
+      ).map((r) => [r.name, r.fillfactor]),
+    );
+
+  it('leaves room on every partition’s pages for receipts, made at ingest or before migration 9', async () => {
+    const months = [day('2026-09-30'), day('2026-10-01'), NOW];
+    await store.ingestMessages(
+      account.id,
+      months.map((createdAt, n) => sms(`m-${n}`, '447700900001', { createdAt })),
+      NOW,
+    );
+    const every = {
+      messages_default: '85',
+      messages_p202609: '85',
+      messages_p202610: '85',
+      messages_p202611: '85',
+    };
+    expect(await fillfactors()).toEqual(every);
+    // Partitions as migration 8 left them: migration 9 gives each the setting.
+    for (const name of Object.keys(every)) await sql(schema, `ALTER TABLE ${name} RESET (fillfactor)`);
+    await sql(schema, 'DELETE FROM schema_migrations WHERE version = 9');
+    expect(Object.values(await fillfactors())).toEqual([null, null, null, null]);
+    expect(await store.migrate()).toEqual([{ version: 9, name: 'room on record pages for receipts' }]);
+    expect(await fillfactors()).toEqual(every);
+  });
+
   it('creates one partition per month at ingest, and keeps far-away dates in the default one', async () => {
     await store.ingestMessages(
       account.id,
