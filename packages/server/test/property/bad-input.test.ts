@@ -1706,7 +1706,9 @@ const structuredHead = fc
     return {
       kind: 'structured' as const,
       method: r.method,
-      target: r.target,
+      // With no space before the version, the parser reads the version as the end of the target (seen: a
+      // POST to "/dlrHTTP/1.1", which is not /dlr and may answer a problem).
+      target: r.sp2 === '' ? `${r.target}${r.version}` : r.target,
       bytes: `${lines.join(r.eol)}${r.eol}${r.eol}${r.body ?? ''}`,
     };
   });
