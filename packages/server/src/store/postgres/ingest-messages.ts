@@ -9,7 +9,9 @@ import {
 import type { BatchOutcome, MessageUpsert } from '../../domain/ingest/precedence.js';
 import { conversationIds, heldIdentities, identityOwners } from '../rows.js';
 import type { IngestOptions, IngestStore, MessageBatchResult } from '../store.js';
+import { callDeadline } from './deadline.js';
 import { lockAccount, writeEvents } from './events.js';
+import { InFlight, type InFlightBatch } from './in-flight.js';
 import { lockCarrierParking, lockParking } from './park-locks.js';
 import { lockParked, lockParkedOfPairs, unpark } from './parked.js';
 import { ensurePartitions } from './partitions.js';
@@ -20,6 +22,7 @@ import { writeRollupOf } from './rollup.js';
 
 /** Message ingest on PostgreSQL. */
 export function messageIngest(pool: pg.Pool, schema: string): IngestStore['ingestMessages'] {
+  const inFlight = new InFlight();
   return async (accountId, items, now, options) => {
     // The batch's months are checked against the catalog once per batch (another process may have dropped
     // one), and partition DDL runs before, in transactions of its own: it must not hold the batch's row locks
@@ -30,10 +33,60 @@ export function messageIngest(pool: pg.Pool, schema: string): IngestStore['inges
       items.map((i) => i.createdAt ?? now),
       now,
     );
-    return inTransaction(pool, (client, attempt) =>
-      ingestMessagesOnce(client, accountId, items, now, options ?? {}, attempt > 1),
-    );
+    // Each attempt is known to inFlight until its commit or rollback has returned (then batches that used
+    // what it created go on, or start over).
+    let batch: InFlightBatch | undefined;
+    let committed = false;
+    try {
+      const outcome = await inTransaction(pool, async (client, attempt) => {
+        batch?.settle(false);
+        batch = inFlight.begin(accountId);
+        const run = { inFlight, batch, retry: attempt > 1 };
+        const result = await ingestMessagesOnce(client, accountId, items, now, options ?? {}, run);
+        if (result === RETRY) batch.settle(false);
+        return result;
+      });
+      committed = outcome.ok && options?.dryRun !== true;
+      return outcome;
+    } finally {
+      batch?.settle(committed);
+    }
   };
+}
+
+/** How one attempt takes part in {@link InFlight}, and whether it is a retry. */
+interface Attempt {
+  inFlight: InFlight;
+  batch: InFlightBatch;
+  retry: boolean;
+}
+
+/**
+ * The longest a batch waits for the batches whose contacts it used (InFlight), in milliseconds; then it starts
+ * over. Such a wait is for one batch ahead to finish, well under this. It bounds a wait that could not end: the
+ * batch waited for could be queued on a row lock the waiting batch holds, through a third transaction, and
+ * PostgreSQL's deadlock detector cannot see a wait that is not on a lock of its own.
+ */
+const DEPENDENCY_WAIT_MS = 2000;
+
+/** Whether every batch of `dependencies` committed, waiting at most DEPENDENCY_WAIT_MS and to the deadline. */
+async function committedInTime(dependencies: readonly InFlightBatch[]): Promise<boolean> {
+  if (dependencies.length === 0) return true;
+  const deadline = callDeadline.getStore();
+  const wait = Math.min(
+    DEPENDENCY_WAIT_MS,
+    deadline === undefined ? DEPENDENCY_WAIT_MS : deadline - Date.now(),
+  );
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), Math.max(0, wait));
+  });
+  try {
+    const outcome = await Promise.race([Promise.all(dependencies.map((d) => d.settled)), late]);
+    return outcome !== false && outcome.every(Boolean);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**
@@ -53,16 +106,22 @@ async function ingestMessagesOnce(
   items: readonly MessageUpsert[],
   now: Date,
   options: IngestOptions,
-  retry: boolean,
+  { inFlight, batch, retry }: Attempt,
 ): Promise<TransactionResult<BatchOutcome<MessageBatchResult>> | typeof RETRY> {
   await lockBatchTurn(client, accountId, retry);
-  const state = await loadMessageBatch(client, accountId, items, options.parkedSince);
+  const loaded = await loadMessageBatch(client, accountId, items, options.parkedSince);
+  // No await from here to register: what the batch takes from others and what it offers them stay consistent.
+  const dryRun = options.dryRun === true;
+  const { state, dependencies } = dryRun
+    ? { state: loaded, dependencies: [] }
+    : inFlight.adopt(batch, loaded, items);
   const planned = planMessages(state, items, now);
   if (!planned.ok) return { commit: false, value: { ok: false, errors: planned.errors } };
   const { plan } = planned;
   const value = { ok: true as const, value: { accepted: items.length, events: plan.events.length } };
-  if (options.dryRun === true) return { commit: false, value };
-  if (!(await writeMessagePlan(client, state, plan))) return RETRY;
+  if (dryRun) return { commit: false, value };
+  inFlight.register(batch, accountId, plan);
+  if (!(await writeMessagePlan(client, state, plan, () => committedInTime(dependencies)))) return RETRY;
   return { commit: true, value };
 }
 
@@ -186,6 +245,7 @@ async function writeMessagePlan(
   client: pg.PoolClient,
   state: MessageBatchState,
   plan: MessagePlan,
+  dependenciesCommitted: () => Promise<boolean>,
 ): Promise<boolean> {
   const { accountId } = state;
   // Contacts first: identities and conversations reference them.
@@ -235,6 +295,10 @@ async function writeMessagePlan(
   );
   if (!(await writeCarriers(client, plan.carriers))) return false;
   await unpark(client, accountId, plan.unparked);
+  // The contacts and conversations taken from batches in flight must be committed before this batch's rollup
+  // and events (whose rows another batch may be waiting to write) and its commit; if one of those batches
+  // failed, this one starts over.
+  if (!(await dependenciesCommitted())) return false;
   await writeRollupOf(
     client,
     accountId,
