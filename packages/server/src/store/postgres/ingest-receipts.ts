@@ -25,6 +25,7 @@ import {
   type KeyRow,
   lockReceiptKeys,
   type ReceiptKey,
+  type RowLocation,
   readRecords,
   updateSmsState,
 } from './records.js';
@@ -55,8 +56,9 @@ async function ingestReceiptsOnce(
   const { callbacks } = await lockAccount(client, accountId);
   const keys = receiptKeys(items);
   const keyRows = await lockReceiptKeys(client, accountId, keys);
+  const locations = new Map<string, RowLocation>();
   const state: ReceiptBatchState = {
-    recipients: await loadRecipients(client, accountId, keyRows),
+    recipients: await loadRecipients(client, accountId, keyRows, locations),
     callbacks,
   };
   const planned = planReceipts(state, items, now);
@@ -64,7 +66,7 @@ async function ingestReceiptsOnce(
   const { plan } = planned;
   if (dryRun) return { commit: false, value: { ok: true, value: plan.outcome } };
   if (!(await mayPark(client, accountId, plan, keys, keyRows))) return RETRY;
-  await updateSmsState(client, accountId, plan.updates);
+  await updateSmsState(client, plan.updates, locations);
   await park(client, accountId, plan.park, now);
   await writeRollupOf(client, accountId, storedRecipients(state.recipients), plan.updates);
   await writeEvents(client, accountId, plan.events, plan.supersede);
@@ -98,8 +100,9 @@ async function loadRecipients(
   client: pg.PoolClient,
   accountId: string,
   keyRows: readonly KeyRow[],
+  locations: Map<string, RowLocation>,
 ): Promise<Map<string, StoredMessage[]>> {
-  const records = await readRecords(client, accountId, keyRows);
+  const records = await readRecords(client, accountId, keyRows, locations);
   const recipients = new Map<string, StoredMessage[]>();
   for (const key of [...keyRows].sort((a, b) => a.seq - b.seq)) {
     const record = records.get(recordKey(key.id, key.channel_user_id));
@@ -164,6 +167,7 @@ async function ingestCarrierReceiptsOnce(
     keysOf.set(row.account_id, keys);
   }
   const loaded = new Map<string, ReceiptBatchState>();
+  const locationsOf = new Map<string, Map<string, RowLocation>>();
   for (const accountId of [...keysOf.keys()].sort()) {
     let callbacks: boolean;
     try {
@@ -174,7 +178,12 @@ async function ingestCarrierReceiptsOnce(
       throw error;
     }
     const keyRows = await lockReceiptKeys(client, accountId, [...(keysOf.get(accountId)?.values() ?? [])]);
-    loaded.set(accountId, { recipients: await loadRecipients(client, accountId, keyRows), callbacks });
+    const locations = new Map<string, RowLocation>();
+    locationsOf.set(accountId, locations);
+    loaded.set(accountId, {
+      recipients: await loadRecipients(client, accountId, keyRows, locations),
+      callbacks,
+    });
   }
   const locked = await holdersOnRoute(client, route, ids, true);
   const holders = new Map<string, CarrierHolder>();
@@ -204,7 +213,7 @@ async function ingestCarrierReceiptsOnce(
     if ((await holdersOnRoute(client, route, parking, false)).length > 0) return RETRY;
   }
   for (const [accountId, accountPlan] of plan.accounts) {
-    await updateSmsState(client, accountId, accountPlan.updates);
+    await updateSmsState(client, accountPlan.updates, locationsOf.get(accountId) ?? new Map());
     await park(client, accountId, accountPlan.park, now);
     const stored = loaded.get(accountId)?.recipients ?? new Map<string, StoredMessage[]>();
     await writeRollupOf(client, accountId, storedRecipients(stored), accountPlan.updates);

@@ -27,10 +27,11 @@ export const ACCOUNT = '(SELECT $1::uuid)';
  * that holds each record: one index probe per record instead of one per month, or a pass over the account.
  * Batches pass {@link ACCOUNT} as `account`; the reads of a few records keep `$1`, as the InitPlan costs a /dlr
  * statement about 4% (pgbench) and the probe's primary key has won the choice of index there in every plan seen.
+ * `located` adds where each row is (`row_table`, `row_tid`: records.ts RowLocation).
  */
-export const joinRecord = (keys: string, account = '$1'): string =>
+export const joinRecord = (keys: string, account = '$1', located = false): string =>
   `CROSS JOIN LATERAL (
-     SELECT * FROM messages m
+     SELECT *${located ? ', m.tableoid::regclass::text AS row_table, m.ctid::text AS row_tid' : ''} FROM messages m
      WHERE m.account_id = ${account} AND m.id = ${keys}.id AND m.channel_user_id = ${keys}.channel_user_id
        AND m.created_at = ${keys}.created_at
      OFFSET 0
