@@ -84,4 +84,17 @@ describe('message batches in flight in one process', () => {
     const late = inFlight.begin(ACCOUNT);
     expect(inFlight.adopt(late, empty(), [sms('c', '447700900001')]).dependencies).toEqual([]);
   });
+
+  it('keep the creations of the last 64 committed batches only, however long an early batch is stuck', () => {
+    const inFlight = new InFlight();
+    const stuck = inFlight.begin(ACCOUNT);
+    const committed = Array.from({ length: 65 }, (_, n) => {
+      const done = run(inFlight, [sms(`m-${n}`, `4477009${String(n).padStart(5, '0')}`)]);
+      done.batch.settle(true);
+      return done.batch;
+    });
+    // The oldest went (the stuck batch would meet its contact in the database); the newest is still known.
+    expect(inFlight.adopt(stuck, empty(), [sms('x', '447700900000')]).dependencies).toEqual([]);
+    expect(inFlight.adopt(stuck, empty(), [sms('y', '447700900064')]).dependencies).toEqual([committed[64]]);
+  });
 });

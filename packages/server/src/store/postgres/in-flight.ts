@@ -94,50 +94,72 @@ export class InFlight {
   register(batch: InFlightBatch, accountId: string, plan: MessagePlan): void {
     const account = this.#accounts.get(accountId);
     if (account === undefined || !account.active.has(batch)) return;
-    const claim = <T>(map: Map<string, Creation<T>>, key: string, value: T) => {
-      if (map.has(key)) return;
-      map.set(key, { value, by: batch });
-      batch.keys.push(() => map.get(key)?.by === batch && map.delete(key));
-    };
-    for (const i of plan.identities)
-      claim(account.identities, identityKey(i.channel, i.channelUserId), i.contactId);
-    for (const c of plan.conversations)
-      claim(account.conversations, conversationKey(c.contactId, c.channel), c.id);
+    for (const i of plan.identities) {
+      const key = identityKey(i.channel, i.channelUserId);
+      if (account.identities.has(key)) continue;
+      account.identities.set(key, { value: i.contactId, by: batch });
+      batch.identities.push(key);
+    }
+    for (const c of plan.conversations) {
+      const key = conversationKey(c.contactId, c.channel);
+      if (account.conversations.has(key)) continue;
+      account.conversations.set(key, { value: c.id, by: batch });
+      batch.conversations.push(key);
+    }
     for (const { record, isNew } of plan.records) {
       const key = recordKey(record.id, record.channelUserId);
       if (!isNew || account.records.has(key)) continue;
       account.records.set(key, batch);
-      batch.keys.push(() => account.records.get(key) === batch && account.records.delete(key));
+      batch.records.push(key);
     }
   }
 
   /**
    * A committed batch's creations stay while a batch that started before its commit is in flight (it may have
-   * read before the commit, and would otherwise create them again); a failed one's go at once.
+   * read before the commit, and would otherwise create them again), up to KEPT_COMMITTED batches of the
+   * account (past that, such a batch meets them in the database, as before); a failed one's go at once.
    */
   #settle(accountId: string, batch: InFlightBatch, committed: boolean): void {
     const account = this.#accounts.get(accountId);
     if (account === undefined) return;
     account.active.delete(batch);
     if (committed) account.committed.push({ stamp: ++this.#clock, batch });
-    else for (const forget of batch.keys) forget();
+    else forget(account, batch);
     let oldest = Number.POSITIVE_INFINITY;
     for (const b of account.active) oldest = Math.min(oldest, b.begun);
-    account.committed = account.committed.filter((c) => {
-      if (c.stamp > oldest) return true;
-      for (const forget of c.batch.keys) forget();
+    const excess = account.committed.length - KEPT_COMMITTED;
+    account.committed = account.committed.filter((c, n) => {
+      if (c.stamp > oldest && n >= excess) return true;
+      forget(account, c.batch);
       return false;
     });
     if (account.active.size === 0) this.#accounts.delete(accountId);
   }
 }
 
+/**
+ * The most committed batches an account keeps known for batches in flight that began before them. It bounds the
+ * memory held while one batch of the account is stuck (waiting on a lock) and ingest goes on around it.
+ */
+const KEPT_COMMITTED = 64;
+
+/** Removes what `batch` registered, where it is still the batch's own. */
+function forget(account: AccountInFlight, batch: InFlightBatch): void {
+  for (const key of batch.identities)
+    if (account.identities.get(key)?.by === batch) account.identities.delete(key);
+  for (const key of batch.conversations)
+    if (account.conversations.get(key)?.by === batch) account.conversations.delete(key);
+  for (const key of batch.records) if (account.records.get(key) === batch) account.records.delete(key);
+}
+
 /** One attempt of a message batch, as {@link InFlight} knows it. */
 export class InFlightBatch {
   /** True once the attempt committed, false once it rolled back or failed. */
   readonly settled: Promise<boolean>;
-  /** Removes each creation it registered (if still its own). */
-  readonly keys: (() => unknown)[] = [];
+  /** The keys of what it registered, by map. */
+  readonly identities: string[] = [];
+  readonly conversations: string[] = [];
+  readonly records: string[] = [];
   /** The {@link InFlight} clock when the attempt began: before it read anything. */
   readonly begun: number;
   readonly #onSettled: (committed: boolean) => void;
