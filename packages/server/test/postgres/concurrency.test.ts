@@ -119,7 +119,7 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL concurrent ingest', () => {
 
   // Two streams of 1,000-message batches to numbers drawn from one skewed pool (as the ingest bench draws
   // them): each batch creates contacts that the other stream's batch in flight may create too. Before a retry
-  // ran alone (lockBatchTurn), a batch could lose race after race and fail after eight attempts: the bench saw
+  // ran alone (park-locks.ts lockMessageTurn), a batch could lose race after race and fail after eight attempts: the bench saw
   // 17 of 200 batches fail so. On one instance, a batch takes such contacts from the other instead
   // (store/postgres/in-flight.ts); one contact per number either way.
   it.for([
@@ -179,6 +179,87 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL concurrent ingest', () => {
                            AND c.id = m.conversation_id)`,
       );
       expect(dangling).toBe(0);
+    },
+  );
+
+  it.for([
+    ['on one instance', false],
+    ['on two instances', true],
+  ] as const)(
+    'settles mixed traffic %s: streams meeting new numbers and records, receipts before and after',
+    {
+      timeout: 120_000,
+    },
+    async ([, twoInstances]) => {
+      // Four message streams (on one instance, or alternately on two) draw numbers from one skewed pool (batches take each other's new
+      // contacts: store/postgres/in-flight.ts) and re-send records of other streams (those batches meet in the
+      // database instead); two receipt streams, shuffled, send one final receipt per record while they run, so
+      // some arrive before their message (parked, then applied) and some lock records a message batch is writing.
+      let seed = 11;
+      const rand = () => {
+        seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
+        return seed / 2 ** 32;
+      };
+      const streams = Array.from({ length: 4 }, (_, s) =>
+        Array.from({ length: 8 }, (_, b) =>
+          Array.from({ length: 200 }, (_, i): MessageUpsert => {
+            const to = `447${String(100_000_000 + Math.floor(2000 * rand() ** 2)).slice(-9)}`;
+            return { id: `s${s}-b${b}-${i}`, channel: 'SMS', channelUserId: to, createdAt: NOW };
+          }),
+        ),
+      );
+      for (const [s, stream] of streams.entries()) {
+        for (const [b, items] of stream.entries()) {
+          const other = streams[(s + 1) % streams.length]?.[Math.max(0, b - 1)] ?? [];
+          items.push(...other.slice(0, 10).map((i) => ({ ...i, text: `again from ${s}` })));
+        }
+      }
+      const records = new Map<string, MessageUpsert>();
+      for (const item of streams.flat(2)) records.set(`${item.id}|${item.channelUserId}`, item);
+      const receipts = [...records.values()].map((r) =>
+        receipt(r.id, 'delivered', new Date(NOW.getTime() + 60_000), { to: r.channelUserId }),
+      );
+      for (let i = receipts.length - 1; i > 0; i--) {
+        const j = Math.floor(rand() * (i + 1));
+        [receipts[i], receipts[j]] = [
+          receipts[j] as (typeof receipts)[number],
+          receipts[i] as (typeof receipts)[number],
+        ];
+      }
+      const refused: unknown[] = [];
+      const settle = async (kind: string, work: Promise<{ ok: boolean }>) => {
+        const outcome = await work.catch((error: unknown) => ({ ok: false, error }));
+        if (!outcome.ok) refused.push({ kind, outcome });
+      };
+      const halves = [receipts.slice(0, receipts.length / 2), receipts.slice(receipts.length / 2)];
+      await Promise.all([
+        ...streams.map(async (stream, s) => {
+          const store = twoInstances && s % 2 === 1 ? two : one;
+          for (const items of stream) await settle('messages', store.ingestMessages(account.id, items, NOW));
+        }),
+        ...halves.map(async (half, h) => {
+          const store = twoInstances && h === 1 ? two : one;
+          for (let i = 0; i < half.length; i += 250)
+            await settle('receipts', store.ingestReceipts(account.id, half.slice(i, i + 250), NOW));
+        }),
+      ]);
+      expect(refused).toEqual([]);
+      const numbers = new Set([...records.values()].map((r) => r.channelUserId));
+      expect(await counts()).toMatchObject({
+        messages: records.size,
+        contacts: numbers.size,
+        identities: numbers.size,
+      });
+      const [row] = await sql<{ dangling: number; undelivered: number }>(
+        schema,
+        `SELECT (SELECT count(*)::int FROM messages m WHERE NOT EXISTS (
+                 SELECT 1 FROM identities i JOIN conversations c
+                   ON c.account_id = i.account_id AND c.contact_id = i.contact_id AND c.channel = i.channel
+                 WHERE i.account_id = m.account_id AND i.channel = m.channel AND i.channel_user_id = m.channel_user_id
+                   AND i.contact_id = m.contact_id AND c.id = m.conversation_id)) AS dangling,
+              (SELECT count(*)::int FROM messages WHERE dr_statuscode IS DISTINCT FROM 'delivered') AS undelivered`,
+      );
+      expect(row).toEqual({ dangling: 0, undelivered: 0 });
     },
   );
 

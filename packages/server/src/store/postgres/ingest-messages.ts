@@ -12,7 +12,7 @@ import type { IngestOptions, IngestStore, MessageBatchResult } from '../store.js
 import { callDeadline } from './deadline.js';
 import { lockAccount, writeEvents } from './events.js';
 import { InFlight, type InFlightBatch } from './in-flight.js';
-import { lockCarrierParking, lockParking } from './park-locks.js';
+import { lockCarrierParking, lockMessageTurn, lockParking } from './park-locks.js';
 import { lockParked, lockParkedOfPairs, unpark } from './parked.js';
 import { ensurePartitions } from './partitions.js';
 import { inTransaction, RETRY, type TransactionResult } from './pool.js';
@@ -97,7 +97,7 @@ async function committedInTime(dependencies: readonly InFlightBatch[]): Promise<
  * receipts the batch may consume. Everything the batch creates (identities, conversations, record keys) is
  * inserted with ON CONFLICT DO NOTHING; if any of it turns out to exist, a concurrent batch made it after our
  * reads, and the attempt returns RETRY to start over and merge into what that batch committed. So nothing is
- * duplicated and no write is lost. A retry runs alone in its account ({@link lockBatchTurn}), so it cannot lose
+ * duplicated and no write is lost. A retry runs alone in its account (park-locks.ts {@link lockMessageTurn}), so it cannot lose
  * again: under a steady stream of overlapping batches a batch otherwise lost race after race.
  */
 async function ingestMessagesOnce(
@@ -108,7 +108,7 @@ async function ingestMessagesOnce(
   options: IngestOptions,
   { inFlight, batch, retry }: Attempt,
 ): Promise<TransactionResult<BatchOutcome<MessageBatchResult>> | typeof RETRY> {
-  await lockBatchTurn(client, accountId, retry);
+  await lockMessageTurn(client, accountId, retry);
   const loaded = await loadMessageBatch(client, accountId, items, options.parkedSince);
   // No await from here to register: what the batch takes from others and what it offers them stay consistent.
   const dryRun = options.dryRun === true;
@@ -123,22 +123,6 @@ async function ingestMessagesOnce(
   inFlight.register(batch, accountId, plan);
   if (!(await writeMessagePlan(client, state, plan, () => committedInTime(dependencies)))) return RETRY;
   return { commit: true, value };
-}
-
-/**
- * The account's message-batch lock, transaction-scoped: every first attempt takes it shared (batches run side
- * by side, as before), a retry exclusively. A retry then waits for the batches in flight to finish, and the
- * ones that come after wait for it: it reads everything they created and creates alone, so its ON CONFLICT
- * inserts all take effect. It is the first statement of the transaction, before any row or parking lock, so
- * it never waits while holding one. Without it, measured with two concurrent streams of 1,000-message
- * batches to a shared pool of numbers, a batch lost 8 races in a row and failed.
- */
-async function lockBatchTurn(client: pg.PoolClient, accountId: string, exclusive: boolean): Promise<void> {
-  await client.query({
-    name: exclusive ? 'wb_message_turn' : 'wb_message_turn_shared',
-    text: `SELECT ${exclusive ? 'pg_advisory_xact_lock' : 'pg_advisory_xact_lock_shared'}(hashtextextended($1, 0))`,
-    values: [`waybill:messages:${accountId}`],
-  });
 }
 
 async function loadMessageBatch(

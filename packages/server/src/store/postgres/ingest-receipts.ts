@@ -16,7 +16,7 @@ import type { StoredMessage } from '../../domain/records.js';
 import { storedRecipients } from '../rows.js';
 import { type IngestStore, UnknownAccountError } from '../store.js';
 import { lockAccount, writeEvents } from './events.js';
-import { lockCarrierParking, lockParking } from './park-locks.js';
+import { lockCarrierParking, lockMessageTurn, lockParking } from './park-locks.js';
 import { park, parkCarrier } from './parked.js';
 import { inTransaction, RETRY, type TransactionResult } from './pool.js';
 import {
@@ -36,7 +36,9 @@ import { recordKey } from './rows.js';
 export function receiptIngest(pool: pg.Pool): IngestStore['ingestReceipts'] {
   return async (accountId, items, now, options) => {
     const dryRun = options?.dryRun === true;
-    return inTransaction(pool, (client) => ingestReceiptsOnce(client, accountId, items, now, dryRun));
+    return inTransaction(pool, (client, attempt) =>
+      ingestReceiptsOnce(client, accountId, items, now, dryRun, attempt > 1),
+    );
   };
 }
 
@@ -51,8 +53,11 @@ async function ingestReceiptsOnce(
   accountId: string,
   items: readonly ReceiptInput[],
   now: Date,
-  dryRun = false,
+  dryRun: boolean,
+  retry: boolean,
 ): Promise<TransactionResult<BatchOutcome<ReceiptOutcome>> | typeof RETRY> {
+  // A retry runs while no message batch of the account does: none can add a record under its parking.
+  if (retry) await lockMessageTurn(client, accountId, true);
   const { callbacks } = await lockAccount(client, accountId);
   const keys = receiptKeys(items);
   const keyRows = await lockReceiptKeys(client, accountId, keys);
