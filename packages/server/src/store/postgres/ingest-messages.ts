@@ -97,8 +97,9 @@ async function committedInTime(dependencies: readonly InFlightBatch[]): Promise<
  * receipts the batch may consume. Everything the batch creates (identities, conversations, record keys) is
  * inserted with ON CONFLICT DO NOTHING; if any of it turns out to exist, a concurrent batch made it after our
  * reads, and the attempt returns RETRY to start over and merge into what that batch committed. So nothing is
- * duplicated and no write is lost. A retry runs alone in its account (park-locks.ts {@link lockMessageTurn}), so it cannot lose
- * again: under a steady stream of overlapping batches a batch otherwise lost race after race.
+ * duplicated and no write is lost. A retry runs alone in its account (park-locks.ts {@link lockMessageTurn}),
+ * so it cannot lose again: under a steady stream of overlapping batches a batch otherwise lost race after race.
+ * Batches of this instance mostly do not meet so: they share what they are creating (in-flight.ts).
  */
 async function ingestMessagesOnce(
   client: pg.PoolClient,
