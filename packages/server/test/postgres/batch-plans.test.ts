@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MessageUpsert, ReceiptInput } from '../../src/domain/ingest/precedence.js';
 import { messageIngest } from '../../src/store/postgres/ingest-messages.js';
@@ -6,7 +6,7 @@ import { receiptIngest } from '../../src/store/postgres/ingest-receipts.js';
 import { queries } from '../../src/store/postgres/queries.js';
 import type { Store } from '../../src/store/store.js';
 import { at, NOW, newAccount, sms } from '../conformance/fixtures.js';
-import { dropSchema, freshSchema, openStore, POSTGRES_URL, sql } from './harness.js';
+import { dropSchema, freshSchema, interceptingPool, openStore, POSTGRES_URL, sql } from './harness.js';
 import { type PlanNode, rowsRead } from './plan-reads.js';
 
 /**
@@ -21,43 +21,26 @@ import { type PlanNode, rowsRead } from './plan-reads.js';
 const BULK = 20_000;
 const BATCH = 200;
 
-type Query = (config: unknown, values?: unknown) => Promise<pg.QueryResult>;
-
 /**
  * A pool whose connections explain every named statement before running it: the statement under EXPLAIN ANALYZE
  * with the same values (so planned for them, as a custom plan is), in a savepoint rolled back inside a
  * transaction (outside one, only reads run), then as the caller sent it.
  */
 function explainingPool(schema: string, plans: { name: string; read: number }[]): pg.Pool {
-  const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 1, options: `-c search_path=${schema}` });
-  const wrapped = new WeakSet<pg.PoolClient>();
-  const connect = pool.connect.bind(pool) as () => Promise<pg.PoolClient>;
-  Object.assign(pool, {
-    connect: async () => {
-      const client = await connect();
-      if (wrapped.has(client)) return client;
-      wrapped.add(client);
-      const query = client.query.bind(client) as Query;
-      let inTransaction = false;
-      Object.assign(client, {
-        query: async (config: unknown, values?: unknown) => {
-          if (config === 'BEGIN') inTransaction = true;
-          if (config === 'COMMIT' || config === 'ROLLBACK') inTransaction = false;
-          const named = typeof config === 'object' && config !== null && 'name' in config;
-          if (named) {
-            const { name, text, values: params } = config as pg.QueryConfig & { name: string };
-            if (inTransaction) await query('SAVEPOINT explain');
-            const { rows } = await query({ text: `EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, values: params });
-            if (inTransaction) await query('ROLLBACK TO SAVEPOINT explain');
-            plans.push({ name, read: rowsRead(rows[0]['QUERY PLAN'][0].Plan as PlanNode) });
-          }
-          return query(config, values);
-        },
-      });
-      return client;
-    },
+  let inTransaction = false;
+  return interceptingPool(schema, 1, async (query, config, values) => {
+    if (config === 'BEGIN') inTransaction = true;
+    if (config === 'COMMIT' || config === 'ROLLBACK') inTransaction = false;
+    const named = typeof config === 'object' && config !== null && 'name' in config;
+    if (named) {
+      const { name, text, values: params } = config as pg.QueryConfig & { name: string };
+      if (inTransaction) await query('SAVEPOINT explain');
+      const { rows } = await query({ text: `EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, values: params });
+      if (inTransaction) await query('ROLLBACK TO SAVEPOINT explain');
+      plans.push({ name, read: rowsRead(rows[0]['QUERY PLAN'][0].Plan as PlanNode) });
+    }
+    return query(config, values);
   });
-  return pool;
 }
 
 const message = (n: number): MessageUpsert => sms(`m-${n}`, `4477${String(n).padStart(8, '0')}`);

@@ -63,3 +63,31 @@ export function scratchDatabase(prefix: string) {
     },
   };
 }
+
+/** A query of a pool's connection, as `pg` takes it: a text or a config, and values. */
+export type Query = (config: unknown, values?: unknown) => Promise<pg.QueryResult>;
+
+/**
+ * A pool of `max` connections on `schema` whose every query goes through `around`, given the connection's own
+ * query (to send the statement, or others before it) and the caller's arguments.
+ */
+export function interceptingPool(
+  schema: string,
+  max: number,
+  around: (query: Query, config: unknown, values?: unknown) => Promise<pg.QueryResult>,
+): pg.Pool {
+  const pool = new pg.Pool({ connectionString: POSTGRES_URL, max, options: `-c search_path=${schema}` });
+  const wrapped = new WeakSet<pg.PoolClient>();
+  const connect = pool.connect.bind(pool) as () => Promise<pg.PoolClient>;
+  Object.assign(pool, {
+    connect: async () => {
+      const client = await connect();
+      if (wrapped.has(client)) return client;
+      wrapped.add(client);
+      const query = client.query.bind(client) as Query;
+      Object.assign(client, { query: (config: unknown, values?: unknown) => around(query, config, values) });
+      return client;
+    },
+  });
+  return pool;
+}

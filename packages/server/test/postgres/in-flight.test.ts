@@ -1,10 +1,9 @@
-import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { MessageUpsert } from '../../src/domain/ingest/precedence.js';
 import { messageIngest } from '../../src/store/postgres/ingest-messages.js';
 import type { IngestStore, Store } from '../../src/store/store.js';
 import { NOW, newAccount, sms } from '../conformance/fixtures.js';
-import { dropSchema, freshSchema, openStore, POSTGRES_URL, sql } from './harness.js';
+import { dropSchema, freshSchema, interceptingPool, openStore, POSTGRES_URL, sql } from './harness.js';
 
 /**
  * Two message batches of one instance that meet the same new numbers (store/postgres/in-flight.ts): the second
@@ -12,42 +11,26 @@ import { dropSchema, freshSchema, openStore, POSTGRES_URL, sql } from './harness
  * the first one's commit and then starting over alone.
  */
 
-type Query = (config: unknown, values?: unknown) => Promise<pg.QueryResult>;
-
 /**
  * A pool that can hold the first run of a named statement: `hold(name)` makes the next connection to send it
  * wait before sending it, until `release()` (or `fail()`, which makes that statement throw). Every named
  * statement sent is logged in order.
  */
 function holdingPool(schema: string) {
-  const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 4, options: `-c search_path=${schema}` });
   const log: string[] = [];
   let held: { name: string; reached: () => void; go: Promise<boolean> } | undefined;
   let settle: (go: boolean) => void = () => {};
-  const wrapped = new WeakSet<pg.PoolClient>();
-  const connect = pool.connect.bind(pool) as () => Promise<pg.PoolClient>;
-  Object.assign(pool, {
-    connect: async () => {
-      const client = await connect();
-      if (wrapped.has(client)) return client;
-      wrapped.add(client);
-      const query = client.query.bind(client) as Query;
-      Object.assign(client, {
-        query: async (config: unknown, values?: unknown) => {
-          const name =
-            typeof config === 'object' && config !== null ? (config as { name?: string }).name : undefined;
-          if (name !== undefined && held?.name === name) {
-            const { reached, go } = held;
-            held = undefined;
-            reached();
-            if (!(await go)) throw new Error(`${name} failed on purpose`);
-          }
-          if (name !== undefined) log.push(name);
-          return query(config, values);
-        },
-      });
-      return client;
-    },
+  const pool = interceptingPool(schema, 4, async (query, config, values) => {
+    const name =
+      typeof config === 'object' && config !== null ? (config as { name?: string }).name : undefined;
+    if (name !== undefined && held?.name === name) {
+      const { reached, go } = held;
+      held = undefined;
+      reached();
+      if (!(await go)) throw new Error(`${name} failed on purpose`);
+    }
+    if (name !== undefined) log.push(name);
+    return query(config, values);
   });
   return {
     pool,
