@@ -85,18 +85,29 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL concurrent ingest', () => {
     return row;
   }
 
-  /** Records that do not name their number's contact and that contact's conversation on their channel. */
-  async function danglingRecords(): Promise<number> {
-    const [row] = await sql<{ n: number }>(
+  /**
+   * Rows whose parent is missing: records that do not name their number's contact and that contact's
+   * conversation on their channel, and identities and conversations of no contact (no foreign key checks
+   * these: migration 10).
+   */
+  async function danglingRows(): Promise<{ records: number; identities: number; conversations: number }> {
+    const [row] = await sql<{ records: number; identities: number; conversations: number }>(
       schema,
-      `SELECT count(*)::int AS n FROM messages m
-       WHERE NOT EXISTS (SELECT 1 FROM identities i JOIN conversations c
-                           ON c.account_id = i.account_id AND c.contact_id = i.contact_id AND c.channel = i.channel
-                         WHERE i.account_id = m.account_id AND i.channel = m.channel
-                           AND i.channel_user_id = m.channel_user_id AND i.contact_id = m.contact_id
-                           AND c.id = m.conversation_id)`,
+      `SELECT (SELECT count(*)::int FROM messages m
+               WHERE NOT EXISTS (
+                 SELECT 1 FROM identities i JOIN conversations c
+                   ON c.account_id = i.account_id AND c.contact_id = i.contact_id AND c.channel = i.channel
+                 WHERE i.account_id = m.account_id AND i.channel = m.channel
+                   AND i.channel_user_id = m.channel_user_id AND i.contact_id = m.contact_id
+                   AND c.id = m.conversation_id)) AS records,
+              (SELECT count(*)::int FROM identities i
+               WHERE NOT EXISTS (SELECT 1 FROM contacts c WHERE c.account_id = i.account_id AND c.id = i.contact_id))
+                 AS identities,
+              (SELECT count(*)::int FROM conversations v
+               WHERE NOT EXISTS (SELECT 1 FROM contacts c WHERE c.account_id = v.account_id AND c.id = v.contact_id))
+                 AS conversations`,
     );
-    return row?.n ?? -1;
+    return row ?? { records: -1, identities: -1, conversations: -1 };
   }
 
   it('duplicates nothing when two instances ingest the same batch at once', { timeout: 60_000 }, async () => {
@@ -192,7 +203,7 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL concurrent ingest', () => {
         contacts: numbers.size,
         identities: numbers.size,
       });
-      expect(await danglingRecords()).toBe(0);
+      expect(await danglingRows()).toEqual({ records: 0, identities: 0, conversations: 0 });
     },
   );
 
@@ -261,7 +272,7 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL concurrent ingest', () => {
         contacts: numbers.size,
         identities: numbers.size,
       });
-      expect(await danglingRecords()).toBe(0);
+      expect(await danglingRows()).toEqual({ records: 0, identities: 0, conversations: 0 });
       const [row] = await sql<{ undelivered: number }>(
         schema,
         `SELECT count(*)::int AS undelivered FROM messages WHERE dr_statuscode IS DISTINCT FROM 'delivered'`,

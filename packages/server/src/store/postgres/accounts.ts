@@ -6,7 +6,7 @@ import { type AccountStore, DuplicateKeyError } from '../store.js';
 import { inTransaction, isUniqueViolation } from './pool.js';
 import { ACCOUNT_COLUMNS, type Columns, fromRow } from './rows.js';
 
-/** The tables holding an account's data, children before their parents (deleteAccount). */
+/** The tables holding an account's data (deleteAccount). */
 const ACCOUNT_TABLES = [
   'delivery_attempts',
   'deliveries',
@@ -167,7 +167,7 @@ export function accounts(primary: pg.Pool): AccountStore {
         // The account row is locked first, FOR UPDATE: every ingest batch holds it FOR KEY SHARE from its first
         // statement to its commit (lockAccount), so this waits for the batches under way, and those that come
         // later wait for this and then find no account. Nothing can write a row of the account while its rows
-        // are deleted here. Children go before their parents (identities and conversations refer to contacts).
+        // are deleted here.
         const found = await client.query({
           name: 'wb_delete_account_lock',
           text: 'SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE',

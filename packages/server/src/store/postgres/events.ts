@@ -112,10 +112,9 @@ export async function writeEvents(
  * It also holds the account row FOR KEY SHARE until the batch commits: deleteAccount takes the row FOR UPDATE,
  * so a delete waits for the batches under way, and a batch that comes after it waits for the delete and then
  * finds no account ({@link UnknownAccountError}, before it wrote anything). Without it a batch could write
- * rows the delete had already passed over (a record, a parked receipt: orphans of a deleted account), or an
- * identity of an existing contact that failed the delete on its foreign key. KEY SHARE conflicts with nothing
- * but FOR UPDATE and DELETE: concurrent batches, account patches and the event counter's UPDATE (FOR NO KEY
- * UPDATE) never wait on it.
+ * rows the delete had already passed over (a record, a contact, a parked receipt: orphans of a deleted
+ * account; no foreign key would stop them). KEY SHARE conflicts with nothing but FOR UPDATE and DELETE:
+ * concurrent batches, account patches and the event counter's UPDATE (FOR NO KEY UPDATE) never wait on it.
  */
 export async function lockAccount(client: pg.PoolClient, accountId: string): Promise<{ callbacks: boolean }> {
   const result = isUuid(accountId)

@@ -233,7 +233,7 @@ async function writeMessagePlan(
   dependenciesCommitted: () => Promise<boolean>,
 ): Promise<boolean> {
   const { accountId } = state;
-  // Contacts first: identities and conversations reference them.
+  // Contacts first, the parents of identities and conversations (which have no foreign key: migration 10).
   if (plan.contacts.length > 0) {
     await client.query({
       name: 'wb_insert_contacts',

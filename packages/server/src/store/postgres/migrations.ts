@@ -385,6 +385,22 @@ export const MIGRATIONS: readonly Migration[] = [
       END $$;
     `,
   },
+  {
+    version: 10,
+    name: 'contacts without foreign keys',
+    sql: `
+      -- Each was a per-row trigger on the hottest inserts of message ingest: three checks per new number, each
+      -- a query that also locked the row it found, 11 ms of PostgreSQL's CPU per 1,000 new contacts (docs/
+      -- benchmarks.md, "Twelfth pass"). What they guarded, ingest holds by itself, as it always did for messages
+      -- (which never had one): a batch writes a contact in the same transaction as the identity and the
+      -- conversation that name it, or takes one that another batch in flight is creating and then commits only
+      -- after that batch did (in-flight.ts); and contacts are deleted only with their account, which waits for
+      -- every batch under way (lockAccount, deleteAccount).
+      ALTER TABLE identities DROP CONSTRAINT identities_account_id_contact_id_fkey;
+      ALTER TABLE conversations DROP CONSTRAINT conversations_account_id_contact_id_fkey;
+      ALTER TABLE contacts DROP CONSTRAINT contacts_account_id_fkey;
+    `,
+  },
 ];
 
 /**
