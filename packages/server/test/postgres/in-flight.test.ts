@@ -116,13 +116,13 @@ describe.skipIf(!POSTGRES_URL)('message batches of one instance that meet the sa
   it('writes its records with the contacts the other is creating, while the other is still open', {
     timeout: 30_000,
   }, async () => {
-    const reached = held.hold('wb_upsert_records');
+    const reached = held.hold('wb_insert_records');
     const first = ingest(accountId, batch('a', 0, 50), NOW);
     await reached;
     // The first batch has inserted its identities and holds them uncommitted. The second meets 25 of them:
     // before, it waited inside its identity insert for a commit that cannot come while the first is held.
     const second = ingest(accountId, batch('b', 25, 75), NOW);
-    await until(() => held.log.includes('wb_upsert_records'), 10_000, "the second batch's records written");
+    await until(() => held.log.includes('wb_insert_records'), 10_000, "the second batch's records written");
     expect(held.log.filter((n) => n === 'wb_insert_identities')).toHaveLength(2);
     held.release();
     expect(await Promise.all([first, second])).toEqual([
@@ -142,16 +142,16 @@ describe.skipIf(!POSTGRES_URL)('message batches of one instance that meet the sa
   it('starts over on its own contacts when the batch whose contacts it used fails', {
     timeout: 30_000,
   }, async () => {
-    const reached = held.hold('wb_upsert_records');
+    const reached = held.hold('wb_insert_records');
     const first = ingest(accountId, batch('a', 0, 50), NOW).then(
       () => 'accepted',
       (error: Error) => error.message,
     );
     await reached;
     const second = ingest(accountId, batch('b', 25, 75), NOW);
-    await until(() => held.log.includes('wb_upsert_records'), 10_000, "the second batch's records written");
+    await until(() => held.log.includes('wb_insert_records'), 10_000, "the second batch's records written");
     held.fail();
-    expect(await first).toBe('wb_upsert_records failed on purpose');
+    expect(await first).toBe('wb_insert_records failed on purpose');
     expect(await second).toEqual({ ok: true, value: { accepted: 50, events: 0 } });
     // The second batch's records name contacts that exist: the ones its second attempt created.
     const numbers = Array.from({ length: 50 }, (_, k) => number(25 + k));
@@ -162,11 +162,11 @@ describe.skipIf(!POSTGRES_URL)('message batches of one instance that meet the sa
   });
 
   it('does not wait for the other batch for ever: it starts over', { timeout: 30_000 }, async () => {
-    const reached = held.hold('wb_upsert_records');
+    const reached = held.hold('wb_insert_records');
     const first = ingest(accountId, batch('a', 0, 50), NOW);
     await reached;
     const second = ingest(accountId, batch('b', 25, 75), NOW);
-    await until(() => held.log.includes('wb_upsert_records'), 10_000, "the second batch's records written");
+    await until(() => held.log.includes('wb_insert_records'), 10_000, "the second batch's records written");
     // While the first is still held, the second gives up waiting for it: its retry asks for the turn alone
     // (and then waits in PostgreSQL for the held batch, as before). A batch that waited for ever here could
     // be part of a cycle PostgreSQL's deadlock detector cannot see.

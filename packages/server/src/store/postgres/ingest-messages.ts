@@ -17,7 +17,7 @@ import { lockParked, lockParkedOfPairs, unpark } from './parked.js';
 import { ensurePartitions } from './partitions.js';
 import { inTransaction, RETRY, type TransactionResult } from './pool.js';
 import { ACCOUNT } from './probes.js';
-import { insertKeys, lockCarriers, lockKeys, readRecords, upsertRecords, writeCarriers } from './records.js';
+import { insertKeys, lockCarriers, lockKeys, readRecords, writeCarriers, writeRecords } from './records.js';
 import { writeRollupOf } from './rollup.js';
 
 /** Message ingest on PostgreSQL. */
@@ -273,11 +273,7 @@ async function writeMessagePlan(
   }
   const fresh = plan.records.filter((r) => r.isNew).map((r) => r.record);
   if (!(await insertKeys(client, accountId, fresh))) return false;
-  await upsertRecords(
-    client,
-    accountId,
-    plan.records.map((r) => r.record),
-  );
+  await writeRecords(client, accountId, plan.records);
   if (!(await writeCarriers(client, plan.carriers))) return false;
   await unpark(client, accountId, plan.unparked);
   // The contacts and conversations taken from batches in flight must be committed before this batch's rollup

@@ -189,45 +189,62 @@ export async function insertKeys(
   return result.rowCount === records.length;
 }
 
+/** The columns a whole record is written with, and the `unnest` of their arrays ($2…$19). */
+const RECORD_COLUMNS = `account_id, id, channel_user_id, created_at, channel, direction, contact_id, conversation_id,
+  campaign_id, text, content, status, sms_status, network, price, counts, dr_statuscode, dr_errcode, dr_time`;
+const RECORD_ROWS = `SELECT $1::uuid, * FROM unnest($2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[],
+  $7::uuid[], $8::uuid[], $9::text[], $10::text[], $11::json[], $12::text[], $13::text[], $14::text[],
+  $15::numeric[], $16::integer[], $17::text[], $18::text[], $19::timestamptz[])`;
+
+const recordValues = (accountId: string, records: readonly StoredMessage[]) => [
+  accountId,
+  ...keyColumns(records),
+  records.map((r) => r.channel),
+  records.map((r) => r.direction),
+  records.map((r) => r.contactId),
+  records.map((r) => r.conversationId),
+  records.map((r) => r.campaignId),
+  records.map((r) => r.text),
+  records.map((r) => (r.content === null ? null : JSON.stringify(r.content))),
+  records.map((r) => r.status),
+  ...smsColumns(records),
+];
+
 /**
- * Writes whole records: inserts the new ones, overwrites the existing ones (found by their full primary key,
- * created_at included, which is the same row since created_at never changes). Each key at most once.
+ * Writes whole records, each key at most once. New ones (whose key row this batch just inserted, so no other
+ * batch can be writing them) are a plain insert: an insert with ON CONFLICT probes the primary key before it
+ * inserts, and sets a speculative token it then clears, which cost a third more on 1,000 new records (docs/
+ * benchmarks.md, "Twelfth pass"). Existing ones are overwritten, found by their full primary key (created_at
+ * included, which is the same row since created_at never changes).
  */
-export async function upsertRecords(
+export async function writeRecords(
   client: pg.PoolClient,
   accountId: string,
-  records: readonly StoredMessage[],
+  records: readonly { record: StoredMessage; isNew: boolean }[],
 ): Promise<void> {
-  if (records.length === 0) return;
-  await client.query({
-    name: 'wb_upsert_records',
-    text: `INSERT INTO messages (account_id, id, channel_user_id, created_at, channel, direction, contact_id,
-             conversation_id, campaign_id, text, content, status, sms_status, network, price, counts,
-             dr_statuscode, dr_errcode, dr_time)
-           SELECT $1::uuid, * FROM unnest($2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[],
-             $7::uuid[], $8::uuid[], $9::text[], $10::text[], $11::json[], $12::text[], $13::text[], $14::text[],
-             $15::numeric[], $16::integer[], $17::text[], $18::text[], $19::timestamptz[])
-           ON CONFLICT (account_id, id, channel_user_id, created_at) DO UPDATE SET
-             channel = EXCLUDED.channel, direction = EXCLUDED.direction, contact_id = EXCLUDED.contact_id,
-             conversation_id = EXCLUDED.conversation_id, campaign_id = EXCLUDED.campaign_id,
-             text = EXCLUDED.text, content = EXCLUDED.content, status = EXCLUDED.status,
-             sms_status = EXCLUDED.sms_status, network = EXCLUDED.network, price = EXCLUDED.price,
-             counts = EXCLUDED.counts, dr_statuscode = EXCLUDED.dr_statuscode,
-             dr_errcode = EXCLUDED.dr_errcode, dr_time = EXCLUDED.dr_time`,
-    values: [
-      accountId,
-      ...keyColumns(records),
-      records.map((r) => r.channel),
-      records.map((r) => r.direction),
-      records.map((r) => r.contactId),
-      records.map((r) => r.conversationId),
-      records.map((r) => r.campaignId),
-      records.map((r) => r.text),
-      records.map((r) => (r.content === null ? null : JSON.stringify(r.content))),
-      records.map((r) => r.status),
-      ...smsColumns(records),
-    ],
-  });
+  const fresh = records.filter((r) => r.isNew).map((r) => r.record);
+  const stored = records.filter((r) => !r.isNew).map((r) => r.record);
+  if (fresh.length > 0) {
+    await client.query({
+      name: 'wb_insert_records',
+      text: `INSERT INTO messages (${RECORD_COLUMNS}) ${RECORD_ROWS}`,
+      values: recordValues(accountId, fresh),
+    });
+  }
+  if (stored.length > 0) {
+    await client.query({
+      name: 'wb_upsert_records',
+      text: `INSERT INTO messages (${RECORD_COLUMNS}) ${RECORD_ROWS}
+             ON CONFLICT (account_id, id, channel_user_id, created_at) DO UPDATE SET
+               channel = EXCLUDED.channel, direction = EXCLUDED.direction, contact_id = EXCLUDED.contact_id,
+               conversation_id = EXCLUDED.conversation_id, campaign_id = EXCLUDED.campaign_id,
+               text = EXCLUDED.text, content = EXCLUDED.content, status = EXCLUDED.status,
+               sms_status = EXCLUDED.sms_status, network = EXCLUDED.network, price = EXCLUDED.price,
+               counts = EXCLUDED.counts, dr_statuscode = EXCLUDED.dr_statuscode,
+               dr_errcode = EXCLUDED.dr_errcode, dr_time = EXCLUDED.dr_time`,
+      values: recordValues(accountId, stored),
+    });
+  }
 }
 
 /**
