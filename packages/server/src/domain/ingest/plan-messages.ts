@@ -94,7 +94,11 @@ export function messageBatchKeys(items: readonly MessageUpsert[]) {
 }
 
 export interface MessagePlan {
-  contacts: string[];
+  /**
+   * Contacts to create: those minted for new numbers (fresh UUIDv7s, stored nowhere yet), and those the items
+   * name (which may exist already, then are kept as they are).
+   */
+  contacts: { minted: string[]; named: string[] };
   identities: { channel: Channel; channelUserId: string; contactId: string }[];
   conversations: { contactId: string; channel: Channel; id: string }[];
   /**
@@ -126,9 +130,10 @@ export function planMessages(
   const owners = new Map(state.owners);
   const held = new Map(state.held);
   const conversations = new Map(state.conversations);
-  const contacts = new Set<string>();
+  const minted = new Set<string>();
+  const named = new Set<string>();
   const plan: MessagePlan = {
-    contacts: [],
+    contacts: { minted: [], named: [] },
     identities: [],
     conversations: [],
     records: [],
@@ -165,7 +170,7 @@ export function planMessages(
       }
       contactId = item.contactId;
     }
-    contacts.add(contactId);
+    (item.contactId === undefined ? minted : named).add(contactId);
     plan.identities.push({ channel: item.channel, channelUserId: item.channelUserId, contactId });
     owners.set(idKey, contactId);
     held.set(conversationKey(contactId, item.channel), item.channelUserId);
@@ -204,7 +209,7 @@ export function planMessages(
     return { ok: false, errors };
   }
 
-  plan.contacts = [...contacts];
+  plan.contacts = { minted: [...minted], named: [...named] };
   const fresh = new Set([...written.keys()].filter((key) => !state.records.has(key)));
   const log = new EventLog(now);
   plan.carriers = carriers.changes(written);

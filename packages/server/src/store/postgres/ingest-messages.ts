@@ -15,7 +15,7 @@ import { InFlight, type InFlightBatch } from './in-flight.js';
 import { lockCarrierParking, lockMessageTurn, lockParking } from './park-locks.js';
 import { lockParked, lockParkedOfPairs, unpark } from './parked.js';
 import { ensurePartitions } from './partitions.js';
-import { inTransaction, RETRY, type TransactionResult } from './pool.js';
+import { insertedAll, inTransaction, RETRY, type TransactionResult } from './pool.js';
 import { ACCOUNT } from './probes.js';
 import { insertKeys, lockCarriers, lockKeys, readRecords, writeCarriers, writeRecords } from './records.js';
 import { writeRollupOf } from './rollup.js';
@@ -95,7 +95,7 @@ async function committedInTime(dependencies: readonly InFlightBatch[]): Promise<
  *
  * Concurrency: existing records are locked (their key rows) before they are read, and so are the parked
  * receipts the batch may consume. Everything the batch creates (identities, conversations, record keys) is
- * inserted with ON CONFLICT DO NOTHING; if any of it turns out to exist, a concurrent batch made it after our
+ * inserted plainly; if any of it turns out to exist (a unique violation), a concurrent batch made it after our
  * reads, and the attempt returns RETRY to start over and merge into what that batch committed. So nothing is
  * duplicated and no write is lost. A retry runs alone in its account (park-locks.ts {@link lockMessageTurn}),
  * so it cannot lose again: under a steady stream of overlapping batches a batch otherwise lost race after race.
@@ -233,20 +233,30 @@ async function writeMessagePlan(
   dependenciesCommitted: () => Promise<boolean>,
 ): Promise<boolean> {
   const { accountId } = state;
-  // Contacts first, the parents of identities and conversations (which have no foreign key: migration 10).
-  if (plan.contacts.length > 0) {
+  // Contacts first, the parents of identities and conversations (which have no foreign key: migration 10). Each
+  // insert of what only this batch may create is plain, and a row that exists after all means a concurrent
+  // batch created it after this one looked: start over (insertedAll).
+  const { minted, named } = plan.contacts;
+  if (minted.length > 0) {
     await client.query({
       name: 'wb_insert_contacts',
-      text: `INSERT INTO contacts (account_id, id) SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING`,
-      values: [accountId, plan.contacts],
+      text: 'INSERT INTO contacts (account_id, id) SELECT $1, unnest($2::uuid[])',
+      values: [accountId, minted],
+    });
+  }
+  if (named.length > 0) {
+    // A contact an item names may exist already: it stays as it is.
+    await client.query({
+      name: 'wb_insert_named_contacts',
+      text: 'INSERT INTO contacts (account_id, id) SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING',
+      values: [accountId, named],
     });
   }
   if (plan.identities.length > 0) {
-    const inserted = await client.query({
+    const inserted = client.query({
       name: 'wb_insert_identities',
       text: `INSERT INTO identities (account_id, channel, channel_user_id, contact_id)
-             SELECT $1, * FROM unnest($2::text[], $3::text[], $4::uuid[])
-             ON CONFLICT DO NOTHING`,
+             SELECT $1, * FROM unnest($2::text[], $3::text[], $4::uuid[])`,
       values: [
         accountId,
         plan.identities.map((i) => i.channel),
@@ -254,14 +264,13 @@ async function writeMessagePlan(
         plan.identities.map((i) => i.contactId),
       ],
     });
-    if (inserted.rowCount !== plan.identities.length) return false;
+    if (!(await insertedAll(inserted))) return false;
   }
   if (plan.conversations.length > 0) {
-    const inserted = await client.query({
+    const inserted = client.query({
       name: 'wb_insert_conversations',
       text: `INSERT INTO conversations (account_id, contact_id, channel, id)
-             SELECT $1, * FROM unnest($2::uuid[], $3::text[], $4::uuid[])
-             ON CONFLICT DO NOTHING`,
+             SELECT $1, * FROM unnest($2::uuid[], $3::text[], $4::uuid[])`,
       values: [
         accountId,
         plan.conversations.map((c) => c.contactId),
@@ -269,7 +278,7 @@ async function writeMessagePlan(
         plan.conversations.map((c) => c.id),
       ],
     });
-    if (inserted.rowCount !== plan.conversations.length) return false;
+    if (!(await insertedAll(inserted))) return false;
   }
   const fresh = plan.records.filter((r) => r.isNew).map((r) => r.record);
   if (!(await insertKeys(client, accountId, fresh))) return false;

@@ -246,6 +246,23 @@ export const isUniqueViolation = (error: unknown, constraint?: string): boolean 
   error.code === UNIQUE_VIOLATION &&
   (constraint === undefined || error.constraint === constraint);
 
+/**
+ * Runs an insert of rows that the batch creates, with no ON CONFLICT clause: whether each is new is known, and a
+ * plain insert skips the probe and the speculative token that ON CONFLICT adds to every row (docs/benchmarks.md,
+ * "Twelfth pass"). Resolves false when one existed after all (a unique violation: a concurrent writer created it
+ * after the batch looked). The transaction is then aborted: the caller must run nothing more in it and return
+ * {@link RETRY}.
+ */
+export async function insertedAll(insert: Promise<unknown>): Promise<boolean> {
+  try {
+    await insert;
+    return true;
+  } catch (error) {
+    if (isUniqueViolation(error)) return false;
+    throw error;
+  }
+}
+
 /** Returned by a transaction body to ask for a fresh attempt (a concurrent writer got there first). */
 export const RETRY: unique symbol = Symbol('retry');
 

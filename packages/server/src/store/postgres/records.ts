@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { CarrierClaim, MessagePlan } from '../../domain/ingest/plan-messages.js';
 import type { StoredMessage } from '../../domain/records.js';
 import { type CarrierRow, carrierClaim, type MessageRow } from '../rows.js';
+import { insertedAll } from './pool.js';
 import { ACCOUNT, joinRecord } from './probes.js';
 import { type Columns, fromRow, MESSAGE_COLUMNS, recordKey } from './rows.js';
 
@@ -159,7 +160,7 @@ export async function readRecords(
 /**
  * Inserts identity rows for new records, numbering them in the given (first-ingested) order. Returns false
  * when any of them already existed: a concurrent batch created it after we looked, and the caller must start
- * over to merge into what that batch wrote.
+ * over to merge into what that batch wrote (the transaction is aborted: {@link insertedAll}).
  */
 export async function insertKeys(
   client: pg.PoolClient,
@@ -167,7 +168,7 @@ export async function insertKeys(
   records: readonly StoredMessage[],
 ): Promise<boolean> {
   if (records.length === 0) return true;
-  const result = await client.query({
+  const inserted = client.query({
     name: 'wb_insert_keys',
     // The ordered subquery makes nextval() run in batch order, so the sequence follows the items.
     text: `INSERT INTO message_keys (account_id, id, channel_user_id, created_at, seq)
@@ -176,9 +177,7 @@ export async function insertKeys(
              SELECT * FROM unnest($2::text[], $3::text[], $4::timestamptz[])
                WITH ORDINALITY AS t (id, channel_user_id, created_at, ord)
              ORDER BY ord
-           ) u
-           ON CONFLICT DO NOTHING
-           RETURNING id`,
+           ) u`,
     values: [
       accountId,
       records.map((r) => r.id),
@@ -186,7 +185,7 @@ export async function insertKeys(
       records.map((r) => r.createdAt.toISOString()),
     ],
   });
-  return result.rowCount === records.length;
+  return insertedAll(inserted);
 }
 
 /** The columns a whole record is written with, and the `unnest` of their arrays ($2…$19). */

@@ -130,7 +130,9 @@ function loadMessageBatch(
 function writeMessagePlan(sql: MessageIngestStatements, state: MessageBatchState, plan: MessagePlan): void {
   const { messages } = sql;
   const { accountId } = state;
-  for (const contactId of plan.contacts) messages.insertContact.run(accountId, contactId);
+  for (const contactId of [...plan.contacts.minted, ...plan.contacts.named]) {
+    messages.insertContact.run(accountId, contactId);
+  }
   for (const i of plan.identities) {
     messages.insertIdentity.run(accountId, i.channel, i.channelUserId, i.contactId);
   }
