@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { StoreUnavailableError } from '../store.js';
+import { withArrayLiterals } from './array-params.js';
 import { hostName, needsResolver, type PgHost, parseDatabaseUrl } from './connection-string.js';
 import { callDeadline, DeadlineError, isUnavailable } from './deadline.js';
 import { acceptable, HostResolver } from './host-resolver.js';
@@ -120,10 +121,10 @@ export function createPool(options: PoolOptions & ConnectionMode): pg.Pool {
 }
 
 /**
- * The pool's client class: pg's own, or one that rewrites each query on its way out, the one place every
- * statement of the store passes (pool.query runs on a client too): without `preparedStatements` a query
- * config loses its `name`; with `begin`, a bare `BEGIN` becomes that (BEGIN and its SET LOCALs, one round
- * trip).
+ * The pool's client class, which rewrites each query on its way out, the one place every statement of the
+ * store passes (pool.query runs on a client too): array parameters are written as literals here
+ * (array-params.ts); without `preparedStatements` a query config loses its `name`; with `begin`, a bare `BEGIN`
+ * becomes that (BEGIN and its SET LOCALs, one round trip).
  */
 function clientClass(rewrite: {
   resolver: HostResolver | undefined;
@@ -131,7 +132,6 @@ function clientClass(rewrite: {
   begin: string | undefined;
 }): typeof pg.Client {
   const { resolver, preparedStatements, begin } = rewrite;
-  if (resolver === undefined && preparedStatements && begin === undefined) return pg.Client;
   class RewritingClient extends pg.Client {
     #server: PgHost | undefined;
 
@@ -190,6 +190,16 @@ function clientClass(rewrite: {
         const { name: _name, ...unnamed } = config as pg.QueryConfig;
         config = unnamed;
       }
+      // Array parameters as literals written here (array-params.ts), in either place a query's values go.
+      if (
+        typeof config === 'object' &&
+        config !== null &&
+        Array.isArray((config as pg.QueryConfig).values) &&
+        typeof (config as { submit?: unknown }).submit !== 'function'
+      ) {
+        config = { ...config, values: withArrayLiterals((config as pg.QueryConfig).values as unknown[]) };
+      }
+      if (Array.isArray(args[1])) args[1] = withArrayLiterals(args[1]);
       if (resolver === undefined)
         return (super.query as (...a: unknown[]) => never)(config, ...args.slice(1));
       // A server that turned read-only under us (a demoted primary): new connections look for another.
