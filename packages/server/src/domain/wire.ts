@@ -104,7 +104,7 @@ const daysInMonth = (year: number, month: number): number =>
  * Parses an RFC 3339 date-time (with `Z` or an offset); null when malformed or not a real calendar date.
  *
  * Every item of an ingest batch carries one (`createdAt`, a receipt's `drTime`): the common case, a year from
- * 1000 and every field in its range, is worked out from the fields (a tenth of the cost: docs/benchmarks.md,
+ * 1000 and every field in its range, is worked out from the fields (a third of the cost: docs/benchmarks.md,
  * "Twelfth pass"). Anything else (hour 24, a leap second, an offset of 24 hours) is left to {@link
  * parseRfc3339ByDate}, which decides what the fields cannot; test/unit/wire-times.test.ts holds both to the
  * same answers.
