@@ -75,7 +75,6 @@ export function formatDrTime(d: Date): string {
 }
 
 const SPEC_TIME = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d{3})$/;
-const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
 
 /** Parses a time in the spec format (taken as UTC) or RFC 3339; null when it is neither or not a real date. */
 export function parseTimestamp(value: string): Date | null {
@@ -143,7 +142,7 @@ export function parseRfc3339(value: string): Date | null {
 
 /** {@link parseRfc3339} by Date()'s own parser, with the calendar check it lacks: slower, and decides every case. */
 export function parseRfc3339ByDate(value: string): Date | null {
-  if (!RFC3339.test(value)) return null;
+  if (!RFC3339_PARTS.test(value)) return null;
   const date = new Date(value);
   if (Number.isNaN(date.getTime())) return null;
   // Date() rolls 2026-02-30 over into March; a real calendar date must read back the same day.

@@ -1,6 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { afterEach, beforeEach, expect } from 'vitest';
 import { newId } from '../../src/domain/ids.js';
+import type { MessageBatchState } from '../../src/domain/ingest/plan-messages.js';
 import type { MessageUpsert, ReceiptInput, ReceiptOutcome } from '../../src/domain/ingest/precedence.js';
 import {
   type Account,
@@ -74,6 +75,20 @@ export function newAccount(overrides: Partial<NewAccount> = {}): NewAccount {
 export async function createAccount(store: Store): Promise<Account> {
   return store.createAccount(newAccount());
 }
+
+/** What a message batch of `accountId` loads when it finds nothing stored, with `found` instead where given. */
+export const batchState = (accountId: string, found: Partial<MessageBatchState> = {}): MessageBatchState => ({
+  accountId,
+  owners: new Map(),
+  held: new Map(),
+  conversations: new Map(),
+  records: new Map(),
+  parked: [],
+  carriers: [],
+  parkedCarrier: [],
+  callbacks: false,
+  ...found,
+});
 
 /** An outbound SMS to one number. */
 export function sms(id: string, to: string, extra: Partial<MessageUpsert> = {}): MessageUpsert {

@@ -14,22 +14,14 @@ import {
 import type { CarrierReceiptInput, MessageUpsert } from '../../src/domain/ingest/precedence.js';
 import { MIGRATIONS, migrate } from '../../src/store/sqlite/migrations.js';
 import { prepareParked, readParked } from '../../src/store/sqlite/parked.js';
+import { batchState } from '../conformance/fixtures.js';
 
 const NOW = new Date('2026-11-22T10:00:00.000Z');
 const A = '0190a5d4-7e2b-7c3d-8e4f-000000000001';
 const B = '0190a5d4-7e2b-7c3d-8e4f-000000000002';
 
-const empty = (accountId = A, carriers: CarrierClaim[] = []): MessageBatchState => ({
-  accountId,
-  owners: new Map(),
-  held: new Map(),
-  conversations: new Map(),
-  records: new Map(),
-  parked: [],
-  carriers,
-  parkedCarrier: [],
-  callbacks: false,
-});
+const empty = (accountId = A, carriers: CarrierClaim[] = []): MessageBatchState =>
+  batchState(accountId, { carriers });
 
 const sent = (id: string, to: string, carrierId: string, route = 'smsc-1'): MessageUpsert => ({
   id,

@@ -2,24 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { type MessageBatchState, planMessages } from '../../src/domain/ingest/plan-messages.js';
 import type { MessageUpsert } from '../../src/domain/ingest/precedence.js';
 import { InFlight, type InFlightBatch } from '../../src/store/postgres/in-flight.js';
-import { NOW, sms } from '../conformance/fixtures.js';
+import { batchState, NOW, sms } from '../conformance/fixtures.js';
 
 /** What message batches of one process take from each other's creations (store/postgres/in-flight.ts). */
 
 const ACCOUNT = 'acc-1';
 
 /** The state of a batch that found nothing stored. */
-const empty = (): MessageBatchState => ({
-  accountId: ACCOUNT,
-  owners: new Map(),
-  held: new Map(),
-  conversations: new Map(),
-  records: new Map(),
-  parked: [],
-  carriers: [],
-  parkedCarrier: [],
-  callbacks: false,
-});
+const empty = (): MessageBatchState => batchState(ACCOUNT);
 
 /** Begins a batch, takes what it may, plans it and registers what it creates. */
 function run(inFlight: InFlight, items: MessageUpsert[], state = empty()) {

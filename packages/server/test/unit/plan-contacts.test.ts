@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { identityKey, type MessageBatchState, planMessages } from '../../src/domain/ingest/plan-messages.js';
-import { NOW, sms } from '../conformance/fixtures.js';
+import { batchState, NOW, sms } from '../conformance/fixtures.js';
 
 /**
  * The contacts a message batch creates, as the stores write them: minted ones are new for certain (PostgreSQL
@@ -9,17 +9,8 @@ import { NOW, sms } from '../conformance/fixtures.js';
 
 const NAMED = '0190a0b0-0000-7000-8000-000000000001';
 
-const stateOwning = (owners: [string, string][] = []): MessageBatchState => ({
-  accountId: 'acc-1',
-  owners: new Map(owners),
-  held: new Map(),
-  conversations: new Map(),
-  records: new Map(),
-  parked: [],
-  carriers: [],
-  parkedCarrier: [],
-  callbacks: false,
-});
+const stateOwning = (owners: [string, string][] = []): MessageBatchState =>
+  batchState('acc-1', { owners: new Map(owners) });
 
 describe('the contacts a message plan creates', () => {
   it('mints one per new number, and lists a contact an item names apart, once', () => {
