@@ -11,7 +11,13 @@ import { conversationIds, heldIdentities, identityOwners } from '../rows.js';
 import type { IngestOptions, IngestStore, MessageBatchResult } from '../store.js';
 import { refOf } from './account-ref.js';
 import { preparer, RollBack, runBatch } from './database.js';
-import { callbacksOf, type EventStatements, writeEvents } from './events.js';
+import {
+  accountOfBatch,
+  type BatchAccount,
+  type EventStatements,
+  type RecordRefs,
+  writeEvents,
+} from './events.js';
 import { type ParkedStatements, readParked, readParkedOfPairs, unpark } from './parked.js';
 import { type RecordStatements, readCarriers, readRecords, writeCarriers, writeRecords } from './records.js';
 import { type RollupStatements, writeRollupOf } from './rollup.js';
@@ -41,19 +47,20 @@ export function prepareMessageIngest(db: Database.Database) {
     ),
     conversationsOfContacts: prepare<
       [{ account: string; contacts: string }],
-      { contact_id: string; channel: string; id: string }
+      { contact_id: string; channel: string; id: string; ref: number }
     >(
-      `SELECT contact_id, channel, id FROM conversations
+      `SELECT contact_id, channel, id, ref FROM conversations
        WHERE account_id = ${refOf('@account')} AND contact_id IN (SELECT value FROM json_each(@contacts))`,
     ),
-    insertContact: prepare<[string, string]>(
-      `INSERT INTO contacts (account_id, id) VALUES (${refOf('?')}, ?) ON CONFLICT DO NOTHING`,
+    // The writes take the account's ref as the batch read it (events.ts accountOfBatch).
+    insertContact: prepare<[number, string]>(
+      'INSERT INTO contacts (account_id, id) VALUES (?, ?) ON CONFLICT DO NOTHING',
     ),
-    insertIdentity: prepare<[string, string, string, string]>(
-      `INSERT INTO identities (account_id, channel, channel_user_id, contact_id) VALUES (${refOf('?')}, ?, ?, ?)`,
+    insertIdentity: prepare<[number, string, string, string]>(
+      'INSERT INTO identities (account_id, channel, channel_user_id, contact_id) VALUES (?, ?, ?, ?)',
     ),
-    insertConversation: prepare<[string, string, string, string]>(
-      `INSERT INTO conversations (account_id, contact_id, channel, id) VALUES (${refOf('?')}, ?, ?, ?)`,
+    insertConversation: prepare<[number, string, string, string]>(
+      'INSERT INTO conversations (account_id, contact_id, channel, id) VALUES (?, ?, ?, ?)',
     ),
   };
 }
@@ -79,12 +86,12 @@ export function messageIngest(
 ): IngestStore['ingestMessages'] {
   const apply = db.transaction(
     (accountId: string, items: MessageUpsert[], now: Date, options: IngestOptions | undefined) => {
-      const state = loadMessageBatch(sql, accountId, items, options?.parkedSince?.getTime() ?? 0);
-      const planned = planMessages(state, items, now);
+      const batch = loadMessageBatch(sql, accountId, items, options?.parkedSince?.getTime() ?? 0);
+      const planned = planMessages(batch.state, items, now);
       if (!planned.ok) throw new RollBack({ ok: false, errors: planned.errors });
       const value: MessageBatchResult = { accepted: items.length, events: planned.plan.events.length };
       if (options?.dryRun === true) throw new RollBack({ ok: true, value });
-      writeMessagePlan(sql, state, planned.plan);
+      writeMessagePlan(sql, batch, planned.plan);
       return value;
     },
   );
@@ -92,68 +99,77 @@ export function messageIngest(
     runBatch(() => apply.immediate(accountId, items, now, options));
 }
 
+/** A message batch as read: the planner's state, with the refs the store writes by. */
+interface LoadedMessageBatch {
+  state: MessageBatchState;
+  account: BatchAccount;
+  /** Conversation refs by conversation id: those read, then those the batch creates. */
+  conversations: Map<string, number>;
+  /** Record refs by record key: those read, then those the batch inserts. */
+  refs: RecordRefs;
+}
+
 function loadMessageBatch(
   sql: MessageIngestStatements,
-  account: string,
+  accountId: string,
   items: readonly MessageUpsert[],
   parkedSince: number,
-): MessageBatchState {
-  const callbacks = callbacksOf(sql.events, account);
+): LoadedMessageBatch {
+  const account = accountOfBatch(sql.events, accountId);
   const keys = messageBatchKeys(items);
   const identityKeys = JSON.stringify(keys.identities.map((i) => [i.channel, i.channelUserId]));
-  const owners = identityOwners(sql.messages.identitiesByKeys.all({ account, keys: identityKeys }));
+  const owners = identityOwners(
+    sql.messages.identitiesByKeys.all({ account: accountId, keys: identityKeys }),
+  );
   const named = keys.namedContacts;
   const held = heldIdentities(
     named.length === 0
       ? []
-      : sql.messages.identitiesOfContacts.all({ account, contacts: JSON.stringify(named) }),
+      : sql.messages.identitiesOfContacts.all({ account: accountId, contacts: JSON.stringify(named) }),
   );
   const contacts = JSON.stringify([...new Set([...keys.namedContacts, ...owners.values()])]);
-  const conversations = conversationIds(sql.messages.conversationsOfContacts.all({ account, contacts }));
-  const records = readRecords(sql.records, account, keys.records);
-  const parked = readParked(sql.parked, account, keys.messageIds, parkedSince);
-  const carriers = readCarriers(sql.records, account, keys.carrierPairs, keys.carrierRecords);
+  const conversationRows = sql.messages.conversationsOfContacts.all({ account: accountId, contacts });
+  const read = readRecords(sql.records, accountId, keys.records);
+  const parked = readParked(sql.parked, accountId, keys.messageIds, parkedSince);
+  const carriers = readCarriers(sql.records, accountId, keys.carrierPairs, keys.carrierRecords);
   const parkedCarrier = readParkedOfPairs(sql.parked, keys.carrierPairs, parkedSince);
   return {
-    accountId: account,
-    owners,
-    held,
-    conversations,
-    records,
-    parked,
-    carriers,
-    parkedCarrier,
-    callbacks,
+    state: {
+      accountId,
+      owners,
+      held,
+      conversations: conversationIds(conversationRows),
+      records: read.records,
+      parked,
+      carriers,
+      parkedCarrier,
+      callbacks: account.callbacks,
+    },
+    account,
+    conversations: new Map(conversationRows.map((c) => [c.id, c.ref])),
+    refs: read.refs,
   };
 }
 
-function writeMessagePlan(sql: MessageIngestStatements, state: MessageBatchState, plan: MessagePlan): void {
+function writeMessagePlan(sql: MessageIngestStatements, batch: LoadedMessageBatch, plan: MessagePlan): void {
   const { messages } = sql;
-  const { accountId } = state;
+  const { state, account } = batch;
   for (const contactId of [...plan.contacts.minted, ...plan.contacts.named]) {
-    messages.insertContact.run(accountId, contactId);
+    messages.insertContact.run(account.ref, contactId);
   }
   for (const i of plan.identities) {
-    messages.insertIdentity.run(accountId, i.channel, i.channelUserId, i.contactId);
+    messages.insertIdentity.run(account.ref, i.channel, i.channelUserId, i.contactId);
   }
-  for (const c of plan.conversations)
-    messages.insertConversation.run(accountId, c.contactId, c.channel, c.id);
-  writeRecords(sql.records, accountId, plan.records, (r) =>
-    state.records.get(recordKey(r.id, r.channelUserId)),
-  );
+  for (const c of plan.conversations) {
+    const { lastInsertRowid } = messages.insertConversation.run(account.ref, c.contactId, c.channel, c.id);
+    batch.conversations.set(c.id, Number(lastInsertRowid));
+  }
+  const stored = (r: { id: string; channelUserId: string }) =>
+    state.records.get(recordKey(r.id, r.channelUserId));
+  writeRecords(sql.records, account, plan.records, stored, batch.conversations, batch.refs);
   writeCarriers(sql.records, plan.carriers);
-  writeRollupOf(
-    sql.rollup,
-    accountId,
-    (r) => state.records.get(recordKey(r.id, r.channelUserId)),
-    plan.records.map((r) => r.record),
-  );
-  writeEvents(
-    sql.events,
-    accountId,
-    plan.events,
-    plan.supersede,
-    plan.records.map((r) => r.record),
-  );
+  const written = plan.records.map((r) => r.record);
+  writeRollupOf(sql.rollup, account.id, stored, written);
+  writeEvents(sql.events, account, plan.events, plan.supersede, written, batch.refs);
   unpark(sql.parked, plan.unparked);
 }

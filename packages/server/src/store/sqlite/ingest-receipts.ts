@@ -10,7 +10,7 @@ import type { CarrierReceiptInput, ReceiptInput } from '../../domain/ingest/prec
 import { storedRecipients } from '../rows.js';
 import type { IngestOptions, IngestStore } from '../store.js';
 import { RollBack, runBatch } from './database.js';
-import { callbacksOf, type EventStatements, writeEvents } from './events.js';
+import { accountOfBatch, type BatchAccount, type EventStatements, writeEvents } from './events.js';
 import { type ParkedStatements, park, parkCarrier } from './parked.js';
 import { type Recipients, type RecordStatements, readRecipients, updateSmsState } from './records.js';
 import { type RollupStatements, writeRollupOf } from './rollup.js';
@@ -33,16 +33,16 @@ export function receiptIngest(
 ): IngestStore['ingestReceipts'] {
   const apply = db.transaction(
     (accountId: string, items: ReceiptInput[], now: Date, options: IngestOptions | undefined) => {
-      const callbacks = callbacksOf(sql.events, accountId);
+      const account = accountOfBatch(sql.events, accountId);
       const ids = [...new Set(items.map((i) => i.messageId))];
       const recipients = readRecipients(sql.records, accountId, ids);
-      const planned = planReceipts({ recipients: recipients.byId, callbacks }, items, now);
+      const planned = planReceipts({ recipients: recipients.byId, callbacks: account.callbacks }, items, now);
       if (!planned.ok) throw new RollBack({ ok: false, errors: planned.errors });
       const { plan } = planned;
       if (options?.dryRun === true) throw new RollBack({ ok: true, value: plan.outcome });
       updateSmsState(sql.records, accountId, recipients, plan.updates);
       writeRollupOf(sql.rollup, accountId, storedRecipients(recipients.byId), plan.updates);
-      writeEvents(sql.events, accountId, plan.events, plan.supersede, plan.updates);
+      writeEvents(sql.events, account, plan.events, plan.supersede, plan.updates, recipients.rows);
       park(sql.parked, accountId, plan.park, now);
       return plan.outcome;
     },
@@ -75,10 +75,13 @@ export function carrierReceiptIngest(
       }
       const loaded = new Map<string, ReceiptBatchState>();
       const read = new Map<string, Recipients>();
+      const batchAccounts = new Map<string, BatchAccount>();
       for (const [accountId, messageIds] of idsOf) {
         const recipients = readRecipients(sql.records, accountId, [...messageIds]);
-        loaded.set(accountId, { recipients: recipients.byId, callbacks: callbacksOf(sql.events, accountId) });
+        const account = accountOfBatch(sql.events, accountId);
+        loaded.set(accountId, { recipients: recipients.byId, callbacks: account.callbacks });
         read.set(accountId, recipients);
+        batchAccounts.set(accountId, account);
       }
       const state: CarrierReceiptState = { holders, accounts: loaded };
       const plan = planCarrierReceipts(state, route, items, accounts, now);
@@ -86,7 +89,15 @@ export function carrierReceiptIngest(
         const recipients = read.get(accountId) ?? { byId: new Map(), rows: new Map(), stored: new Map() };
         updateSmsState(sql.records, accountId, recipients, accountPlan.updates);
         writeRollupOf(sql.rollup, accountId, storedRecipients(recipients.byId), accountPlan.updates);
-        writeEvents(sql.events, accountId, accountPlan.events, accountPlan.supersede, accountPlan.updates);
+        const account = batchAccounts.get(accountId) ?? accountOfBatch(sql.events, accountId);
+        writeEvents(
+          sql.events,
+          account,
+          accountPlan.events,
+          accountPlan.supersede,
+          accountPlan.updates,
+          recipients.rows,
+        );
         park(sql.parked, accountId, accountPlan.park, now);
       }
       parkCarrier(sql.parked, route, plan.park, accounts, now);

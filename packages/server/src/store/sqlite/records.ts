@@ -6,6 +6,7 @@ import { type CarrierRow, carrierClaim, type MessageRow } from '../rows.js';
 import { idOfRef, refOf } from './account-ref.js';
 import { itemToKeep } from './current-item.js';
 import { preparer } from './database.js';
+import type { BatchAccount, RecordRefs } from './events.js';
 import { conversationRefOf, recordRefOf, recordsWithConversation } from './record-refs.js';
 import {
   type Columns,
@@ -31,8 +32,8 @@ const CARRIER_COLUMNS = `route, carrier_id, ${idOfRef('account_id')} AS account_
 export function prepareRecords(db: Database.Database) {
   const prepare = preparer(db);
   return {
-    messagesByKeys: prepare<[{ account: string; keys: string }], MessageRow<Columns>>(
-      `SELECT ${MESSAGE_COLUMNS} FROM ${recordsWithConversation()}
+    messagesByKeys: prepare<[{ account: string; keys: string }], MessageRow<Columns> & { ref: number }>(
+      `SELECT ${MESSAGE_COLUMNS}, m.ref FROM ${recordsWithConversation()}
        WHERE m.account_id = ${refOf('@account')}
          AND (m.id, m.channel_user_id) IN (SELECT value ->> 0, value ->> 1 FROM json_each(@keys))`,
     ),
@@ -42,10 +43,11 @@ export function prepareRecords(db: Database.Database) {
     setLastMessageSeq: prepare<[number, string]>('UPDATE accounts SET last_message_seq = ? WHERE id = ?'),
     // One row per statement, on purpose: a multi-row VALUES insert needs a statement journal (a row may fail
     // after others went in), which copied every page it touched and cost more than the calls it saved
-    // (measured here: 48 against 33 µs per record). Positional, in NEW_MESSAGE_COLUMNS order.
+    // (measured here: 48 against 33 µs per record). Positional, in NEW_MESSAGE_COLUMNS order, with the
+    // account's and the conversation's refs as the batch knows them (writeRecords).
     insertMessage: prepare<[SqlValue[]]>(
       `INSERT INTO messages (${NEW_MESSAGE_COLUMNS})
-       VALUES (${refOf('?')}, ?, ?, ?, ?, ?, ?, ${conversationRefOf('?', '?')}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     // createdAt and the ingest sequence never change once a record exists.
     updateMessage: prepare<[MessageParams]>(
@@ -136,36 +138,50 @@ export function writeCarriers(sql: RecordStatements, carriers: MessagePlan['carr
   }
 }
 
-/** The stored records of these keys, by {@link recordKey}. */
+/** The stored records of these keys, and their refs, by {@link recordKey}. */
 export function readRecords(
   sql: RecordStatements,
   accountId: string,
   keys: readonly { id: string; channelUserId: string }[],
-): Map<string, StoredMessage> {
+): { records: Map<string, StoredMessage>; refs: RecordRefs } {
   const records = new Map<string, StoredMessage>();
+  const refs: RecordRefs = new Map();
   const json = JSON.stringify(keys.map((r) => [r.id, r.channelUserId]));
   for (const row of sql.messagesByKeys.all({ account: accountId, keys: json })) {
-    records.set(recordKey(row.id, row.channel_user_id), fromRow.message(row));
+    const key = recordKey(row.id, row.channel_user_id);
+    records.set(key, fromRow.message(row));
+    refs.set(key, row.ref);
   }
-  return records;
+  return { records, refs };
 }
 
 /**
  * Writes whole records: inserts the new ones, numbered in the given (first-ingested) order, updates the rest,
- * `stored` giving each one's stored state.
+ * `stored` giving each one's stored state. A new record's conversation ref comes from `conversations` (by
+ * conversation id: those the batch read or created), and its own ref goes into `refs`, beside those read.
  */
 export function writeRecords(
   sql: RecordStatements,
-  accountId: string,
+  account: BatchAccount,
   records: readonly { record: StoredMessage; isNew: boolean }[],
   stored: (record: StoredMessage) => StoredMessage | undefined,
+  conversations: ReadonlyMap<string, number>,
+  refs: RecordRefs,
 ): void {
-  const account = sql.lastMessageSeq.get(accountId);
-  if (!account) throw new Error(`unknown account ${accountId}`);
-  let seq = account.last_message_seq;
+  const accountId = account.id;
+  const last = sql.lastMessageSeq.get(accountId);
+  if (!last) throw new Error(`unknown account ${accountId}`);
+  let seq = last.last_message_seq;
   for (const { record, isNew } of records) {
     if (isNew) {
-      sql.insertMessage.run(newMessageValues(accountId, ++seq, record));
+      const conversation = conversations.get(record.conversationId);
+      // The planner gives a new record a conversation the batch read or creates, never another.
+      if (conversation === undefined)
+        throw new Error(`record of an unknown conversation ${record.conversationId}`);
+      const { lastInsertRowid } = sql.insertMessage.run(
+        newMessageValues(account.ref, ++seq, record, conversation),
+      );
+      refs.set(recordKey(record.id, record.channelUserId), Number(lastInsertRowid));
       continue;
     }
     const item = itemToKeep(stored(record), record);

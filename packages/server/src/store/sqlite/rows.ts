@@ -100,22 +100,25 @@ export const NEW_MESSAGE_COLUMNS =
 
 /**
  * A new record's values for `insertMessage`: one array, no object per row to build and bind by name. The
- * conversation's ref is found by the account and the conversation's id, so both come in its place; the
- * contact is the conversation's.
+ * account and the conversation (whose contact is the record's) by their refs.
  */
-export function newMessageValues(accountId: string, seq: number, m: StoredMessage): SqlValue[] {
+export function newMessageValues(
+  accountRef: number,
+  seq: number,
+  m: StoredMessage,
+  conversationRef: number,
+): SqlValue[] {
   const sms = m.sms;
   const receipt = sms?.receipt ?? null;
   return [
-    accountId,
+    accountRef,
     seq,
     m.createdAt.getTime(),
     m.id,
     m.channel,
     m.direction,
     m.channelUserId,
-    accountId,
-    m.conversationId,
+    conversationRef,
     m.campaignId,
     m.text,
     m.content === null ? null : JSON.stringify(m.content),
