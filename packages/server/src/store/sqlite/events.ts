@@ -4,10 +4,8 @@ import { recordKey } from '../../domain/ingest/plan-messages.js';
 import type { DlrRecipient } from '../../domain/records.js';
 import { storedItem } from '../event-item.js';
 import { UnknownAccountError } from '../store.js';
-import { refOf } from './account-ref.js';
 import { itemToStore } from './current-item.js';
 import { preparer } from './database.js';
-import { recordRefOf as recordRefSql } from './record-refs.js';
 
 /** Receipt events as ingest records them, with the deliveries they queue, on SQLite. */
 export function prepareEvents(db: Database.Database) {
@@ -29,14 +27,12 @@ export function prepareEvents(db: Database.Database) {
       `INSERT INTO receipt_events (account_id, seq, id, message_ref, recorded_at, item)
        VALUES (?, ?, ?, ?, ?, ?)`,
     ),
-    // All of a batch's recipients in one statement (a JSON array of [messageId, to]), each found by its record's
-    // ref. Pinned to the record index: left to itself the planner searches (account_id, state) and reads every
-    // pending delivery of the account.
-    supersede: prepare<[{ account: string; recipients: string }]>(
+    // All of a batch's recipients in one statement (a JSON array of their records' refs, as the batch read or
+    // wrote them). Pinned to the record index: left to itself the planner searches (account_id, state) and reads
+    // every pending delivery of the account.
+    supersede: prepare<[{ account: number; refs: string }]>(
       `UPDATE deliveries INDEXED BY deliveries_record SET state = 'superseded', next_attempt_at = NULL
-       WHERE account_id = ${refOf('@account')}
-         AND message_ref IN (
-           SELECT ${recordRefSql('@account', 'value ->> 0', 'value ->> 1')} FROM json_each(@recipients))
+       WHERE account_id = @account AND message_ref IN (SELECT value FROM json_each(@refs))
          AND state = 'pending'`,
     ),
     // The recipient as its event names it. One row per statement, as records.ts's insertMessage: no statement
@@ -94,16 +90,13 @@ export function writeEvents(
   if (!row) throw new Error(`unknown account ${account.id}`);
   let seq = row.last_event_seq - events.length;
   if (supersede.length > 0) {
-    const recipients = JSON.stringify(supersede.map((r) => [r.messageId, r.to]));
-    sql.supersede.run({ account: account.id, recipients });
+    const of = JSON.stringify(supersede.map((r) => refOfRecord(refs, r.messageId, r.to)));
+    sql.supersede.run({ account: account.ref, refs: of });
   }
   for (const event of events) {
     seq++;
     const key = recordKey(event.messageId, event.to);
-    const ref = refs.get(key);
-    // Every event is of a record its batch read (receipts) or wrote (messages), as the planners make them.
-    if (ref === undefined)
-      throw new Error(`receipt event for a record the batch did not hold: ${event.messageId}`);
+    const ref = refOfRecord(refs, event.messageId, event.to);
     const recordedAt = event.recordedAt.getTime();
     const item = storedItem(event.item, event.messageId, event.to);
     sql.insertEvent.run(account.ref, seq, event.id, ref, recordedAt, itemToStore(item, current.get(key)));
@@ -119,4 +112,11 @@ export function writeEvents(
       );
     }
   }
+}
+
+/** A recipient's ref: every event and superseded delivery is of a record its batch read (receipts) or wrote. */
+function refOfRecord(refs: RecordRefs, messageId: string, to: string): number {
+  const ref = refs.get(recordKey(messageId, to));
+  if (ref === undefined) throw new Error(`receipt event for a record the batch did not hold: ${messageId}`);
+  return ref;
 }
