@@ -4,8 +4,9 @@
  * its 36-character id: the id was in every row and every index entry, 27% of the file
  * (docs/benchmarks.md, "Sixth pass"). The service speaks ids; these two pieces of SQL translate at the
  * statement's edge, so the translation is one indexed read per execution and no process keeps a cache that
- * another could make stale. `accounts` itself and `console_sessions` (whose foreign key removes a deleted
- * account's sessions) keep the id.
+ * another could make stale. An ingest batch reads its account's ref once, inside its transaction
+ * (events.ts accountOfBatch), and binds the number in the rows it writes. `accounts` itself and
+ * `console_sessions` (whose foreign key removes a deleted account's sessions) keep the id.
  *
  * A ref is given by a trigger when the account's row is inserted and never changes or goes: the row stays when
  * the account is deleted, so an id re-created later gets its old ref back and no ref ever names two ids.

@@ -7,7 +7,8 @@ import { refOf } from './account-ref.js';
  * The ids were 72 bytes of every record, 36 of every history index entry and 48 of every event and of its index
  * entry by message (docs/benchmarks.md, "Seventh pass"). As with account refs, the service speaks ids and these
  * pieces of SQL translate at the statement's edge: a write finds a ref with one probe of a unique index, and a
- * read joins the row that holds the ids by its rowid.
+ * read joins the row that holds the ids by its rowid. Ingest is the exception: a batch holds the refs of the
+ * conversations and records it read or created, and writes by them (records.ts writeRecords, events.ts).
  */
 
 /** Records with their conversation's row: `m` the record, `c` its conversation. `index` pins the record's index. */
