@@ -157,6 +157,42 @@ describe.each(engines())('$name store: callback deliveries', (engine) => {
     expect(await store().claimDeliveries(request({ now: at(100) }))).toStrictEqual([]);
   });
 
+  it('records the attempt of a claim it gets back as a copy, by its ids, and ignores a copy of a lost lease', async () => {
+    const a = await accountWithSms(store(), ['m-1', 'm-2']);
+    await ingestReceipts(store(), a, [
+      receipt('m-1', 'delivered', at(1)),
+      receipt('m-2', 'delivered', at(1)),
+    ]);
+    const claims = await store().claimDeliveries(request());
+    expect(claims).toHaveLength(2);
+    const [one, two] = claims as [ClaimedDelivery, ClaimedDelivery];
+    // Not the objects the store handed out (a claim that crossed a process or a queue): found by their ids.
+    await store().finishAttempts([
+      { claim: { ...one }, outcome: { attempt: attempt(200), next: { state: 'delivered' } } },
+      {
+        claim: { ...two, lease: 'someone-else' },
+        outcome: { attempt: attempt(200), next: { state: 'delivered' } },
+      },
+    ]);
+    const done = await store().getDelivery(a, one.id);
+    expect(done).toMatchObject({ state: 'delivered', attempts: 1, lastAttempt: attempt(200) });
+    expect(done?.attemptLog).toStrictEqual([attempt(200)]);
+    expect(await store().getDelivery(a, two.id)).toMatchObject({
+      state: 'pending',
+      attempts: 0,
+      lastAttempt: null,
+    });
+    // The claim itself, as handed out, still finishes the second.
+    await store().finishAttempts([
+      { claim: two, outcome: { attempt: attempt(503), next: { state: 'pending', at: at(100) } } },
+    ]);
+    expect(await store().getDelivery(a, two.id)).toMatchObject({
+      state: 'pending',
+      attempts: 1,
+      lastAttempt: attempt(503),
+    });
+  });
+
   it('schedules retries, logs every attempt, and ends dead', async () => {
     const a = await accountWithSms(store(), ['m-1']);
     await ingestReceipts(store(), a, [receipt('m-1', 'delivered', at(1))]);

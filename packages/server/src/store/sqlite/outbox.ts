@@ -38,8 +38,25 @@ interface PendingRow {
 
 type CandidateRow = PendingRow & ItemColumns & { id: string; attempts: number };
 
+/** A claimed delivery's stored state, with its key. */
+interface StoredClaimRow {
+  account_id: number;
+  seq: number;
+  state: rules.DeliveryState;
+  lease: string | null;
+}
+
+/**
+ * The key of each delivery this store claimed, by the claim it handed out: the account's ref and the delivery's
+ * seq, its primary key. The relay gives the same object back when the attempt ends, so finishing it finds the
+ * row by its key, not by its id through `deliveries_id` and the account through `account_refs` in each of its
+ * three statements (docs/benchmarks.md, "Thirteenth pass"). Weak: a claim the relay drops takes its entry with it.
+ */
+export type ClaimKeys = WeakMap<ClaimedDelivery, { account: number; seq: number }>;
+
 interface AccountCallbackRow {
   account_id: string;
+  account_ref: number;
   callback_url: string;
   callback_secret: string;
   previous_callback_secret: string | null;
@@ -100,14 +117,15 @@ export function prepareOutbox(db: Database) {
        ORDER BY d.seq DESC LIMIT @limit`,
     );
   return {
+    claims: new WeakMap() as ClaimKeys,
     events: prepare<[string, number, number], EventRow>(
       `SELECT ${EVENT_COLUMNS} FROM ${eventsWithRecord}
        WHERE e.account_id = ${refOf('?')} AND e.seq > ? ORDER BY e.seq LIMIT ?`,
     ),
     // Accounts with callbacks on and something due: each is then asked for its own oldest due deliveries.
     dueAccounts: prepare<[{ now: number }], AccountCallbackRow>(
-      `SELECT a.id AS account_id, a.callback_url, a.callback_secret, a.previous_callback_secret,
-         a.previous_callback_secret_until
+      `SELECT a.id AS account_id, r.ref AS account_ref, a.callback_url, a.callback_secret,
+         a.previous_callback_secret, a.previous_callback_secret_until
        FROM accounts a JOIN account_refs r ON r.id = a.id
        WHERE a.callback_url IS NOT NULL AND a.callback_enabled
          AND EXISTS (
@@ -123,17 +141,22 @@ export function prepareOutbox(db: Database) {
        ORDER BY d.next_attempt_at, d.seq
        LIMIT @limit`,
     ),
-    claimState: prepare<[string, string], { state: rules.DeliveryState; lease: string | null }>(
-      `SELECT state, lease FROM deliveries WHERE account_id = ${refOf('?')} AND id = ?`,
+    // A claim's delivery by its account's ref and its seq (the claim's key, ClaimKeys), or, for a claim this
+    // store did not hand out, by the account's id and the delivery's id.
+    claimState: prepare<[number, number], StoredClaimRow>(
+      'SELECT account_id, seq, state, lease FROM deliveries WHERE account_id = ? AND seq = ?',
     ),
-    lease: prepare<[string, number, string, number]>(
-      `UPDATE deliveries SET lease = ?, lease_until = ? WHERE account_id = ${refOf('?')} AND seq = ?`,
+    claimStateById: prepare<[string, string], StoredClaimRow>(
+      `SELECT account_id, seq, state, lease FROM deliveries WHERE account_id = ${refOf('?')} AND id = ?`,
+    ),
+    lease: prepare<[string, number, number, number]>(
+      'UPDATE deliveries SET lease = ?, lease_until = ? WHERE account_id = ? AND seq = ?',
     ),
     finish: prepare<
       [
         {
-          account: string;
-          id: string;
+          account: number;
+          seq: number;
           lease: string;
           state: string;
           next: number | null;
@@ -148,14 +171,14 @@ export function prepareOutbox(db: Database) {
       `UPDATE deliveries SET
          attempts = attempts + 1, state = @state, next_attempt_at = @next, lease = NULL, lease_until = NULL,
          last_at = @at, last_http_status = @status, last_error = @error, last_duration_ms = @duration
-       WHERE account_id = ${refOf('@account')} AND id = @id AND lease = @lease
+       WHERE account_id = @account AND seq = @seq AND lease = @lease
        RETURNING seq`,
     ),
     // Numbered within the delivery's whole log: `attempts` restarts at a redelivery, the log does not.
     insertAttempt: prepare<
       [
         {
-          account: string;
+          account: number;
           seq: number;
           at: number;
           status: number | null;
@@ -165,8 +188,8 @@ export function prepareOutbox(db: Database) {
       ]
     >(
       `INSERT INTO delivery_attempts (account_id, seq, n, at, http_status, error, duration_ms)
-       SELECT ${refOf('@account')}, @seq, coalesce(max(n), 0) + 1, @at, @status, @error, @duration
-       FROM delivery_attempts WHERE account_id = ${refOf('@account')} AND seq = @seq`,
+       SELECT @account, @seq, coalesce(max(n), 0) + 1, @at, @status, @error, @duration
+       FROM delivery_attempts WHERE account_id = @account AND seq = @seq`,
     ),
     disableCallbacks: prepare<[string]>('UPDATE accounts SET callback_enabled = 0 WHERE id = ?'),
     release: prepare<[number, string, string, string]>(
@@ -311,9 +334,9 @@ export function claim(outbox: Outbox, request: ClaimRequest): ClaimedDelivery[] 
     for (const row of rows) candidates.push(candidateOf(row));
   }
   return picker.choose(candidates).map(({ row }) => {
-    outbox.lease.run(request.lease, request.leaseUntil.getTime(), row.account_id, row.seq);
     const account = accounts.get(row.account_id) as AccountCallbackRow;
-    return {
+    outbox.lease.run(request.lease, request.leaseUntil.getTime(), account.account_ref, row.seq);
+    const claimed: ClaimedDelivery = {
       accountId: row.account_id,
       id: row.id,
       lease: request.lease,
@@ -330,14 +353,24 @@ export function claim(outbox: Outbox, request: ClaimRequest): ClaimedDelivery[] 
       },
       body: itemJsonOfRow(row),
     };
+    outbox.claims.set(claimed, { account: account.account_ref, seq: row.seq });
+    return claimed;
   });
+}
+
+/** A claim's delivery as stored now, found by its key where this store handed the claim out; null when gone. */
+function storedClaim(outbox: Outbox, claimed: ClaimedDelivery): StoredClaimRow | null {
+  const keys = outbox.claims.get(claimed);
+  const row = keys
+    ? outbox.claimState.get(keys.account, keys.seq)
+    : outbox.claimStateById.get(claimed.accountId, claimed.id);
+  return row ?? null;
 }
 
 /** Those claims that may still be sent (finish.ts maySend); the others are handed back. */
 export function recheck(outbox: Outbox, claims: readonly ClaimedDelivery[], now: Date): ClaimedDelivery[] {
   return claims.filter((claimed) => {
-    if (rules.maySend(outbox.claimState.get(claimed.accountId, claimed.id) ?? null, claimed.lease))
-      return true;
+    if (rules.maySend(storedClaim(outbox, claimed), claimed.lease)) return true;
     outbox.release.run(now.getTime(), claimed.accountId, claimed.id, claimed.lease);
     return false;
   });
@@ -345,16 +378,13 @@ export function recheck(outbox: Outbox, claims: readonly ClaimedDelivery[], now:
 
 /** Records an attempt as finish.ts settles it; nothing when the lease is no longer this claim's. */
 export function finish(outbox: Outbox, claimed: ClaimedDelivery, outcome: rules.AttemptOutcome): void {
-  const settled = rules.settleAttempt(
-    outbox.claimState.get(claimed.accountId, claimed.id) ?? null,
-    claimed.lease,
-    outcome,
-  );
-  if (!settled) return;
+  const stored = storedClaim(outbox, claimed);
+  const settled = rules.settleAttempt(stored, claimed.lease, outcome);
+  if (!stored || !settled) return;
   const { attempt } = outcome;
   const done = outbox.finish.get({
-    account: claimed.accountId,
-    id: claimed.id,
+    account: stored.account_id,
+    seq: stored.seq,
     lease: claimed.lease,
     state: settled.state,
     next: settled.nextAttemptAt?.getTime() ?? null,
@@ -365,7 +395,7 @@ export function finish(outbox: Outbox, claimed: ClaimedDelivery, outcome: rules.
   });
   if (!done) return;
   outbox.insertAttempt.run({
-    account: claimed.accountId,
+    account: stored.account_id,
     seq: done.seq,
     at: attempt.at.getTime(),
     status: attempt.httpStatus,
