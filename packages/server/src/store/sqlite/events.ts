@@ -90,13 +90,15 @@ export function writeEvents(
   if (!row) throw new Error(`unknown account ${account.id}`);
   let seq = row.last_event_seq - events.length;
   if (supersede.length > 0) {
-    const of = JSON.stringify(supersede.map((r) => refOfRecord(refs, r.messageId, r.to)));
+    const of = JSON.stringify(
+      supersede.map((r) => refOfRecord(refs, recordKey(r.messageId, r.to), r.messageId)),
+    );
     sql.supersede.run({ account: account.ref, refs: of });
   }
   for (const event of events) {
     seq++;
     const key = recordKey(event.messageId, event.to);
-    const ref = refOfRecord(refs, event.messageId, event.to);
+    const ref = refOfRecord(refs, key, event.messageId);
     const recordedAt = event.recordedAt.getTime();
     const item = storedItem(event.item, event.messageId, event.to);
     sql.insertEvent.run(account.ref, seq, event.id, ref, recordedAt, itemToStore(item, current.get(key)));
@@ -115,8 +117,9 @@ export function writeEvents(
 }
 
 /** A recipient's ref: every event and superseded delivery is of a record its batch read (receipts) or wrote. */
-function refOfRecord(refs: RecordRefs, messageId: string, to: string): number {
-  const ref = refs.get(recordKey(messageId, to));
-  if (ref === undefined) throw new Error(`receipt event for a record the batch did not hold: ${messageId}`);
+function refOfRecord(refs: RecordRefs, key: string, messageId: string): number {
+  const ref = refs.get(key);
+  if (ref === undefined)
+    throw new Error(`an event of a record the batch did not read or write: ${messageId}`);
   return ref;
 }
