@@ -49,8 +49,9 @@ interface StoredClaimRow {
 /**
  * The key of each delivery this store claimed, by the claim it handed out: the account's ref and the delivery's
  * seq, its primary key. The relay gives the same object back when the attempt ends, so finishing it finds the
- * row by its key, not by its id through `deliveries_id` and the account through `account_refs` in each of its
- * three statements (docs/benchmarks.md, "Thirteenth pass"). Weak: a claim the relay drops takes its entry with it.
+ * row by its key: not by its id through `deliveries_id` (the state read, the update) nor the account through
+ * `account_refs` (all three statements; docs/benchmarks.md, "Thirteenth pass"). Weak: a claim the relay drops
+ * takes its entry with it.
  */
 export type ClaimKeys = WeakMap<ClaimedDelivery, { account: number; seq: number }>;
 
