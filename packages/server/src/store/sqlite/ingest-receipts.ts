@@ -74,22 +74,23 @@ export function carrierReceiptIngest(
         idsOf.set(row.account_id, (idsOf.get(row.account_id) ?? new Set()).add(row.message_id));
       }
       const loaded = new Map<string, ReceiptBatchState>();
-      const read = new Map<string, Recipients>();
-      const batchAccounts = new Map<string, BatchAccount>();
+      const read = new Map<string, { recipients: Recipients; account: BatchAccount }>();
       for (const [accountId, messageIds] of idsOf) {
         const recipients = readRecipients(sql.records, accountId, [...messageIds]);
         const account = accountOfBatch(sql.events, accountId);
         loaded.set(accountId, { recipients: recipients.byId, callbacks: account.callbacks });
-        read.set(accountId, recipients);
-        batchAccounts.set(accountId, account);
+        read.set(accountId, { recipients, account });
       }
       const state: CarrierReceiptState = { holders, accounts: loaded };
       const plan = planCarrierReceipts(state, route, items, accounts, now);
       for (const [accountId, accountPlan] of plan.accounts) {
-        const recipients = read.get(accountId) ?? { byId: new Map(), rows: new Map(), stored: new Map() };
+        // The planner groups receipts by the holders read above: every account it plans for was read.
+        const batch = read.get(accountId);
+        if (batch === undefined)
+          throw new Error(`carrier receipts planned for an account not read: ${accountId}`);
+        const { recipients, account } = batch;
         updateSmsState(sql.records, accountId, recipients, accountPlan.updates);
         writeRollupOf(sql.rollup, accountId, storedRecipients(recipients.byId), accountPlan.updates);
-        const account = batchAccounts.get(accountId) ?? accountOfBatch(sql.events, accountId);
         writeEvents(
           sql.events,
           account,
