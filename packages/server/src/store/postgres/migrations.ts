@@ -401,6 +401,18 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE contacts DROP CONSTRAINT contacts_account_id_fkey;
     `,
   },
+  {
+    version: 11,
+    name: 'receipt events without their id index',
+    sql: `
+      -- Nothing reads an event by its id: the feed reads by seq, a message's timeline by its message id, and a
+      -- delivery (found by the same id for a redelivery) keeps its own deliveries_id. The ids are minted by
+      -- the service (evt_ and a ULID, domain/deliveries/events.ts), so the index only ever checked what holds
+      -- by construction, at one random-place entry per event: 66 bytes a recipient, and one index write of
+      -- every receipt's (docs/benchmarks.md, "Fourteenth pass"). SQLite dropped its own in its migration 11.
+      ALTER TABLE receipt_events DROP CONSTRAINT receipt_events_id;
+    `,
+  },
 ];
 
 /**
