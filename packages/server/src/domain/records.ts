@@ -96,6 +96,15 @@ export interface StoredMessage {
 /** What `/dlr` shows of a recipient: the store reads only these columns for it. */
 export type DlrRecipient = Pick<StoredMessage, 'id' | 'channelUserId' | 'sms'>;
 
+/**
+ * A record as a history page lists it: what a message record shows (domain/wire.ts MessageRecord), its status
+ * derived, createdAt still a Date. A page reads only the columns these need (not the SMS send state and the
+ * receipt beyond its status code) and maps each row once.
+ */
+export interface ListedMessage extends Omit<StoredMessage, 'status' | 'sms'> {
+  status: MessageStatus;
+}
+
 /** A place in the total order of records; cursors carry one. */
 export interface Position {
   createdAt: Date;
@@ -103,7 +112,7 @@ export interface Position {
   channelUserId: string;
 }
 
-export const positionOf = (m: StoredMessage): Position => ({
+export const positionOf = (m: Position): Position => ({
   createdAt: m.createdAt,
   id: m.id,
   channelUserId: m.channelUserId,
@@ -123,19 +132,45 @@ export function comparePositions(a: Position, b: Position): number {
   );
 }
 
-/** Record status as the contract derives it (CONTRACT §3). */
-export function messageStatus(m: StoredMessage): MessageStatus {
-  if (m.direction === 'inbound') return 'received';
-  if (!m.sms) return m.status ?? 'sent';
-  switch (m.sms.status) {
+/**
+ * Record status as the contract derives it (CONTRACT §3), from the columns it depends on: the direction, the
+ * operator-set status, an outbound SMS recipient's send status and its receipt's detailed code (null where
+ * there is none).
+ */
+export function statusOf(
+  direction: Direction,
+  status: SettableStatus | null,
+  sendStatus: SendStatus | null,
+  drStatuscode: DrStatuscode | null,
+): MessageStatus {
+  if (direction === 'inbound') return 'received';
+  if (sendStatus === null) return status ?? 'sent';
+  switch (sendStatus) {
     case '1':
       return 'pending';
     case '400':
       return 'failed';
-    default: {
-      const code = m.sms.receipt?.drStatuscode;
-      if (code === undefined || code === 'accepted') return 'sent';
-      return code === 'delivered' ? 'delivered' : 'failed';
-    }
+    default:
+      if (drStatuscode === null || drStatuscode === 'accepted') return 'sent';
+      return drStatuscode === 'delivered' ? 'delivered' : 'failed';
   }
 }
+
+/** A stored record's status (CONTRACT §3). */
+export const messageStatus = (m: StoredMessage): MessageStatus =>
+  statusOf(m.direction, m.status, m.sms?.status ?? null, m.sms?.receipt?.drStatuscode ?? null);
+
+/** A stored record as a page lists it ({@link ListedMessage}). */
+export const listedMessage = (m: StoredMessage): ListedMessage => ({
+  id: m.id,
+  channel: m.channel,
+  direction: m.direction,
+  contactId: m.contactId,
+  channelUserId: m.channelUserId,
+  conversationId: m.conversationId,
+  campaignId: m.campaignId,
+  text: m.text,
+  content: m.content,
+  status: messageStatus(m),
+  createdAt: m.createdAt,
+});

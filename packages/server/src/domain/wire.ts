@@ -1,4 +1,4 @@
-import { type DlrRecipient, messageStatus, type StoredMessage } from './records.js';
+import type { DlrRecipient, ListedMessage } from './records.js';
 import type { Channel, Direction, DrErrcode, DrStatuscode, MessageStatus, SendStatus } from './vocabulary.js';
 
 /** A delivery-receipt item exactly as `GET /dlr` and callbacks carry it (CONTRACT §2). */
@@ -172,7 +172,7 @@ export function toDlrItem(m: DlrRecipient): DlrItem {
   return item;
 }
 
-export function toMessageRecord(m: StoredMessage): MessageRecord {
+export function toMessageRecord(m: ListedMessage): MessageRecord {
   return {
     id: m.id,
     channel: m.channel,
@@ -183,7 +183,7 @@ export function toMessageRecord(m: StoredMessage): MessageRecord {
     campaignId: m.campaignId,
     text: m.text,
     content: m.content,
-    status: messageStatus(m),
+    status: m.status,
     createdAt: m.createdAt.toISOString(),
   };
 }

@@ -2,7 +2,7 @@ import type { AppContext } from '../context.js';
 import { type CursorBinding, decodeCursor, encodeCursor } from '../domain/cursor.js';
 import { ApiError } from '../domain/errors.js';
 import type { MessagesQuery } from '../domain/query-params.js';
-import { positionOf } from '../domain/records.js';
+import { listedMessage, positionOf } from '../domain/records.js';
 import { type MessageRecord, toMessageRecord } from '../domain/wire.js';
 import type { HistoryQuery } from '../store/store.js';
 
@@ -19,7 +19,7 @@ export async function messagesByIds(
   query: Extract<MessagesQuery, { mode: 'ids' }>,
 ): Promise<MessageRecord[]> {
   const rows = await ctx.store.findMessagesByIds(accountId, query.ids, query.campaignId ?? undefined);
-  return rows.map(toMessageRecord);
+  return rows.map((m) => toMessageRecord(listedMessage(m)));
 }
 
 const invalidCursor = () =>

@@ -9,9 +9,11 @@ import type {
   AccountWithSecret,
   CallbackSecrets,
   DlrRecipient,
+  ListedMessage,
   SmsState,
   StoredMessage,
 } from '../domain/records.js';
+import { statusOf } from '../domain/records.js';
 import type {
   Channel,
   Direction,
@@ -126,6 +128,39 @@ export type SmsColumns<C extends ColumnTypes> = Pick<
 /** Only what /dlr shows: half the columns of a record, none of its text or content. */
 export const DLR_COLUMN_NAMES: readonly string[] = ['id', 'channel_user_id', ...SMS_COLUMN_NAMES];
 export type DlrRow<C extends ColumnTypes> = Pick<MessageRow<C>, 'id' | 'channel_user_id'> & SmsColumns<C>;
+
+/**
+ * What a history page shows of a record (ListedMessage), less its contact's and conversation's ids, which a
+ * contact's page knows before it reads and a campaign's reads from the conversation: none of the SMS send
+ * state but its status, none of the receipt but its detailed code, which the record's status is derived from.
+ */
+export const LISTED_COLUMN_NAMES: readonly string[] = [
+  'id',
+  'channel',
+  'direction',
+  'channel_user_id',
+  'campaign_id',
+  'text',
+  'content',
+  'status',
+  'sms_status',
+  'dr_statuscode',
+  'created_at',
+];
+export type ListedRow<C extends ColumnTypes> = Pick<
+  MessageRow<C>,
+  | 'id'
+  | 'channel'
+  | 'direction'
+  | 'channel_user_id'
+  | 'campaign_id'
+  | 'text'
+  | 'content'
+  | 'status'
+  | 'sms_status'
+  | 'dr_statuscode'
+  | 'created_at'
+>;
 
 /** An event's row as read: its item as stored (store/event-item.ts), with the message id and recipient. */
 export interface EventRow<C extends ColumnTypes> {
@@ -294,6 +329,25 @@ export function rowMappers<C extends ColumnTypes>({ date, json }: Conversions<C>
       content: row.content === null ? null : (json(row.content) as Record<string, unknown>),
       status: row.status as SettableStatus | null,
       sms: sms(row),
+      createdAt: date(row.created_at),
+    }),
+    /** A listed record's row, with its contact's and its conversation's ids. */
+    listed: (row: ListedRow<C>, contactId: string, conversationId: string): ListedMessage => ({
+      id: row.id,
+      channel: row.channel as Channel,
+      direction: row.direction as Direction,
+      contactId,
+      channelUserId: row.channel_user_id,
+      conversationId,
+      campaignId: row.campaign_id,
+      text: row.text,
+      content: row.content === null ? null : (json(row.content) as Record<string, unknown>),
+      status: statusOf(
+        row.direction as Direction,
+        row.status as SettableStatus | null,
+        row.sms_status as SendStatus | null,
+        row.dr_statuscode as DrStatuscode | null,
+      ),
       createdAt: date(row.created_at),
     }),
     dlrRecipient: (row: DlrRow<C>): DlrRecipient => ({

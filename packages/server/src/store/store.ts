@@ -16,6 +16,7 @@ import type {
   AccountWithSecret,
   CallbackSecrets,
   DlrRecipient,
+  ListedMessage,
   NewAccount,
   Position,
   StoredMessage,
@@ -326,7 +327,7 @@ export interface QueryStore {
   /** The contact that owns this identity, or null. */
   resolveContact(accountId: string, channel: Channel, channelUserId: string): Promise<string | null>;
   /** Up to `limit` records matching the query, strictly before `before`, NEWEST first (keyset, no OFFSET). */
-  listHistory(accountId: string, query: HistoryQuery): Promise<StoredMessage[]>;
+  listHistory(accountId: string, query: HistoryQuery): Promise<ListedMessage[]>;
   /**
    * The account's receipt events with `seq` greater than `afterSeq`, oldest first. An event is listed only
    * once every event before it is visible too (no gap, even while ingests commit concurrently).

@@ -5,6 +5,7 @@ import type { MessageBatchState } from '../../src/domain/ingest/plan-messages.js
 import type { MessageUpsert, ReceiptInput, ReceiptOutcome } from '../../src/domain/ingest/precedence.js';
 import {
   type Account,
+  type ListedMessage,
   type NewAccount,
   type Position,
   positionOf,
@@ -146,8 +147,8 @@ export async function allPages(
   accountId: string,
   query: Omit<HistoryQuery, 'limit' | 'before'>,
   size: number,
-): Promise<StoredMessage[][]> {
-  const pages: StoredMessage[][] = [];
+): Promise<ListedMessage[][]> {
+  const pages: ListedMessage[][] = [];
   let before: Position | undefined;
   for (;;) {
     const page = await store.listHistory(accountId, { ...query, limit: size, ...(before ? { before } : {}) });

@@ -1,9 +1,26 @@
 import { describe, expect, it } from 'vitest';
 import { newId } from '../../src/domain/ids.js';
 import type { MessageUpsert } from '../../src/domain/ingest/precedence.js';
-import { comparePositions, positionOf, type StoredMessage } from '../../src/domain/records.js';
+import {
+  comparePositions,
+  type ListedMessage,
+  listedMessage,
+  positionOf,
+  type StoredMessage,
+} from '../../src/domain/records.js';
 import { engines } from '../support/engines.js';
-import { allPages, at, createAccount, ingest, key, NOW, sms, useStore } from './fixtures.js';
+import {
+  allPages,
+  at,
+  createAccount,
+  ingest,
+  ingestReceipts,
+  key,
+  NOW,
+  receipt,
+  sms,
+  useStore,
+} from './fixtures.js';
 
 const newestFirst = (records: StoredMessage[]): string[] =>
   [...records].sort((a, b) => comparePositions(positionOf(b), positionOf(a))).map(key);
@@ -52,6 +69,75 @@ describe.each(engines())('$name store: queries', (engine) => {
       const { id: account } = await createAccount(store());
       await ingest(store(), account, [sms('m-1', '447700900001')]);
       expect(await store().findMessagesByIds(account, [])).toStrictEqual([]);
+    });
+  });
+
+  describe('listHistory, each record as listed', () => {
+    it('lists what the stored record shows, its status derived as the contract derives it', async () => {
+      const { id: account } = await createAccount(store());
+      const contact = newId();
+      const campaign = { campaignId: 'c-listed' };
+      await ingest(store(), account, [
+        sms('pending', '447700900001', { contactId: contact, createdAt: at(1), ...campaign }),
+        sms('refused', '447700900001', { createdAt: at(2), sms: { status: '400' }, ...campaign }),
+        sms('accepted', '447700900001', { createdAt: at(3), ...campaign }),
+        sms('delivered', '447700900001', { createdAt: at(4), sms: { network: '26201', price: 0.04 } }),
+        sms('undelivered', '447700900001', { createdAt: at(5), ...campaign }),
+        sms('inbound', '447700900001', { createdAt: at(6), direction: 'inbound', text: 'hi' }),
+        {
+          id: 'wa-read',
+          channel: 'WHATSAPP',
+          channelUserId: 'wa:listed',
+          contactId: contact,
+          createdAt: at(7),
+          status: 'read',
+          content: { type: 'text', body: 'hello' },
+          ...campaign,
+        },
+        { id: 'wa-sent', channel: 'WHATSAPP', channelUserId: 'wa:listed', createdAt: at(8) },
+      ]);
+      for (const sent of ['accepted', 'delivered', 'undelivered']) {
+        await ingest(store(), account, [sms(sent, '447700900001', { sms: { status: '0' } })]);
+      }
+      await ingestReceipts(store(), account, [
+        receipt('accepted', 'accepted', at(10)),
+        receipt('delivered', 'delivered', at(11)),
+        receipt('undelivered', 'failed', at(12), { drErrcode: '5' }),
+      ]);
+      const ids = [
+        'pending',
+        'refused',
+        'accepted',
+        'delivered',
+        'undelivered',
+        'inbound',
+        'wa-read',
+        'wa-sent',
+      ];
+      const stored = await store().findMessagesByIds(account, ids);
+      const listedAs = (records: StoredMessage[]) =>
+        [...records].sort((a, b) => comparePositions(positionOf(b), positionOf(a))).map(listedMessage);
+
+      const page = await store().listHistory(account, { contactId: contact, channel: 'SMS', limit: 100 });
+      expect(page).toStrictEqual(listedAs(stored.filter((m) => m.channel === 'SMS')));
+      expect(page.map((m) => `${m.id}:${m.status}`)).toStrictEqual([
+        'inbound:received',
+        'undelivered:failed',
+        'delivered:delivered',
+        'accepted:sent',
+        'refused:failed',
+        'pending:pending',
+      ]);
+      const whatsapp = await store().listHistory(account, {
+        contactId: contact,
+        channel: 'WHATSAPP',
+        limit: 100,
+      });
+      expect(whatsapp).toStrictEqual(listedAs(stored.filter((m) => m.channel === 'WHATSAPP')));
+      expect(whatsapp.map((m) => `${m.id}:${m.status}`)).toStrictEqual(['wa-sent:sent', 'wa-read:read']);
+      // A campaign's page reads the contact and conversation ids from each record's conversation.
+      const inCampaign = await store().listHistory(account, { campaignId: 'c-listed', limit: 100 });
+      expect(inCampaign).toStrictEqual(listedAs(stored.filter((m) => m.campaignId === 'c-listed')));
     });
   });
 
@@ -158,7 +244,7 @@ describe.each(engines())('$name store: queries', (engine) => {
         ),
       );
 
-      const seen: StoredMessage[] = [];
+      const seen: ListedMessage[] = [];
       let page = await store().listHistory(account, { ...query, limit: 7 });
       for (let round = 0; page.length > 0; round++) {
         seen.push(...page);

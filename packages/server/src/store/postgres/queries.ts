@@ -1,9 +1,9 @@
 import type pg from 'pg';
 import { isUuid } from '../../domain/formats.js';
-import type { DlrRow, MessageRow } from '../rows.js';
+import type { DlrRow, ListedRow, MessageRow } from '../rows.js';
 import type { HistoryQuery, QueryStore } from '../store.js';
 import { ACCOUNT, joinRecord } from './probes.js';
-import { type Columns, DLR_COLUMNS, fromRow, MESSAGE_COLUMNS } from './rows.js';
+import { type Columns, DLR_COLUMNS, fromRow, LISTED_COLUMNS, MESSAGE_COLUMNS } from './rows.js';
 
 /**
  * Runs one read of an account's data on the pool the read routing picks (read-routing.ts): a replica fit to
@@ -69,8 +69,10 @@ export function queries(
     async listHistory(accountId, query) {
       if (!isUuid(accountId) || (query.contactId !== undefined && !isUuid(query.contactId))) return [];
       const statement = historyStatement(accountId, query);
-      const result = await read(accountId, (pool) => pool.query<MessageRow<Columns>>(statement));
-      return result.rows.map(fromRow.message);
+      const result = await read(accountId, (pool) =>
+        pool.query<ListedRow<Columns> & { contact_id: string; conversation_id: string }>(statement),
+      );
+      return result.rows.map((row) => fromRow.listed(row, row.contact_id, row.conversation_id));
     },
   };
 }
@@ -118,7 +120,7 @@ function historyStatement(accountId: string, query: HistoryQuery): pg.QueryConfi
   const limit = param(query.limit);
   return {
     name: `wb_history_${shape.join('_')}`,
-    text: `SELECT ${MESSAGE_COLUMNS} FROM messages m WHERE ${where.join(' AND ')}
+    text: `SELECT ${LISTED_COLUMNS} FROM messages m WHERE ${where.join(' AND ')}
            ORDER BY m.created_at DESC, m.id DESC, m.channel_user_id DESC LIMIT ${limit}`,
     values,
   };

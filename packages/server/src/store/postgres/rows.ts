@@ -25,6 +25,10 @@ export const {
 export const ACCOUNT_COLUMNS = shared.ACCOUNT_COLUMNS;
 /** The message columns, qualified by the alias `m` so they can sit in a join. */
 export const MESSAGE_COLUMNS = shared.MESSAGE_COLUMN_NAMES.map((column) => `m.${column}`).join(', ');
+/** What a history page lists of a record (alias `m`), its contact's and conversation's ids included. */
+export const LISTED_COLUMNS = [...shared.LISTED_COLUMN_NAMES, 'contact_id', 'conversation_id']
+  .map((column) => `m.${column}`)
+  .join(', ');
 /** Only what /dlr shows (alias `m`). */
 export const DLR_COLUMNS = shared.DLR_COLUMN_NAMES.map((column) => `m.${column}`).join(', ');
 export const DELIVERY_COLUMNS = shared.DELIVERY_COLUMNS;

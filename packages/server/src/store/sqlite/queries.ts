@@ -1,20 +1,25 @@
 import type Database from 'better-sqlite3';
-import { comparePositions, positionOf, type StoredMessage } from '../../domain/records.js';
-import type { DlrRow, MessageRow } from '../rows.js';
+import { comparePositions, type ListedMessage, positionOf } from '../../domain/records.js';
+import type { DlrRow, ListedRow, MessageRow } from '../rows.js';
 import type { HistoryQuery, QueryStore } from '../store.js';
 import { refOf } from './account-ref.js';
 import { isBusy } from './busy.js';
 import { type Prepared, preparer } from './database.js';
 import { recordsWithConversation } from './record-refs.js';
-import { CONVERSATION_MESSAGE_COLUMNS, type Columns, DLR_COLUMNS, fromRow, MESSAGE_COLUMNS } from './rows.js';
+import {
+  type Columns,
+  DLR_COLUMNS,
+  fromRow,
+  LISTED_COLUMNS,
+  LISTED_CONVERSATION_COLUMNS,
+  MESSAGE_COLUMNS,
+} from './rows.js';
 
 /** The parameters of a history page; `before_*` only on the statements that continue from a cursor. */
 export interface HistoryParams {
   account: string;
-  /** A contact's history: the conversation's ref, and the contact's and the conversation's ids. */
+  /** A contact's history: the conversation's ref. */
   conversation_ref?: number;
-  contact?: string;
-  conversation?: string;
   campaign?: string;
   channel?: string;
   before_at?: number;
@@ -26,6 +31,9 @@ export interface HistoryParams {
 }
 
 export type HistoryKind = 'conversation' | 'conversationCampaign' | 'campaign' | 'campaignChannel';
+
+/** A history page's row: a campaign's page also reads each record's contact and conversation ids. */
+type HistoryRow = ListedRow<Columns> & { contact_id?: string; conversation_id?: string };
 
 // Each filter names its index so the plan cannot drift to a scan-and-sort; a wrong name fails at open. A
 // contact's history is one conversation, read first (queries.conversation): its ids are bound, not joined.
@@ -60,11 +68,11 @@ function historyStatement(
   kind: HistoryKind,
   keyset: boolean,
   tie = false,
-): Prepared<[HistoryParams], MessageRow<Columns>> {
+): Prepared<[HistoryParams], HistoryRow> {
   const { index, where, byTime } = HISTORY_FILTERS[kind];
   const from = byTime
-    ? `${CONVERSATION_MESSAGE_COLUMNS} FROM messages m INDEXED BY ${index}`
-    : `${MESSAGE_COLUMNS} FROM ${recordsWithConversation(index)}`;
+    ? `${LISTED_COLUMNS} FROM messages m INDEXED BY ${index}`
+    : `${LISTED_COLUMNS}, ${LISTED_CONVERSATION_COLUMNS} FROM ${recordsWithConversation(index)}`;
   // Row-value comparison under BINARY collation: the same total order as comparePositions, and an index
   // range rather than OFFSET, so rows arriving between pages cannot shift a later page. The index by time
   // alone takes its range from the first term.
@@ -75,14 +83,14 @@ function historyStatement(
   if (tie) {
     return db.prepare<
       [HistoryParams],
-      MessageRow<Columns>
+      HistoryRow
     >(`SELECT ${from} WHERE m.account_id = ${refOf('@account')} AND ${where}${after}
        AND m.created_at = @tie_at`);
   }
   const order = byTime
     ? 'm.created_at DESC, m.ref DESC'
     : 'm.created_at DESC, m.id DESC, m.channel_user_id DESC';
-  return db.prepare<[HistoryParams], MessageRow<Columns>>(
+  return db.prepare<[HistoryParams], HistoryRow>(
     `SELECT ${from}
      WHERE m.account_id = ${refOf('@account')} AND ${where}${after}
      ORDER BY ${order}
@@ -180,16 +188,18 @@ export function queries(
   };
 }
 
-function listHistory(sql: QueryStatements, accountId: string, query: HistoryQuery): StoredMessage[] {
+function listHistory(sql: QueryStatements, accountId: string, query: HistoryQuery): ListedMessage[] {
   const params: HistoryParams = { account: accountId, limit: query.limit };
   let statements: QueryStatements['history'][keyof QueryStatements['history']];
+  let listed = fromCampaignRow;
   if (query.contactId !== undefined) {
     if (query.channel === undefined) throw new Error('a contact history query needs a channel');
     const conversation = sql.conversation.get(accountId, query.contactId, query.channel);
     if (!conversation) return [];
     params.conversation_ref = conversation.ref;
-    params.contact = query.contactId;
-    params.conversation = conversation.id;
+    // The page's records are this conversation's: its two ids are the same for every row, so none reads them.
+    const contactId = query.contactId;
+    listed = (row) => fromRow.listed(row, contactId, conversation.id);
     if (query.campaignId !== undefined) {
       params.campaign = query.campaignId;
       statements = sql.history.conversationCampaign;
@@ -216,7 +226,15 @@ function listHistory(sql: QueryStatements, accountId: string, query: HistoryQuer
     page = statements.next;
     tie = statements.nextTie;
   }
-  return tie === undefined ? page.all(params).map(fromRow.message) : pageByTime(page, tie, params);
+  return tie === undefined ? page.all(params).map(listed) : pageByTime(page, tie, params, listed);
+}
+
+/** A campaign page's row: its statements read the record's contact and conversation ids from the conversation. */
+function fromCampaignRow(row: HistoryRow): ListedMessage {
+  if (row.contact_id === undefined || row.conversation_id === undefined) {
+    throw new Error('a history row without its contact and conversation');
+  }
+  return fromRow.listed(row, row.contact_id, row.conversation_id);
 }
 
 /**
@@ -226,10 +244,11 @@ function listHistory(sql: QueryStatements, accountId: string, query: HistoryQuer
  * millisecond, all of its records are read (`tie`) and sorted, so the page is the same as the full keyset's.
  */
 function pageByTime(
-  page: Prepared<[HistoryParams], MessageRow<Columns>>,
-  tie: Prepared<[HistoryParams], MessageRow<Columns>>,
+  page: Prepared<[HistoryParams], HistoryRow>,
+  tie: Prepared<[HistoryParams], HistoryRow>,
   params: HistoryParams,
-): StoredMessage[] {
+  listed: (row: HistoryRow) => ListedMessage,
+): ListedMessage[] {
   const limit = params.limit;
   let rows = page.all({ ...params, limit: limit + 1 });
   if (rows.length > limit) {
@@ -242,7 +261,7 @@ function pageByTime(
   let tied = false;
   for (let i = 1; i < rows.length && !tied; i++) tied = rows[i]?.created_at === rows[i - 1]?.created_at;
   if (rows.length > limit && !tied) rows.length = limit;
-  const messages = rows.map(fromRow.message);
+  const messages = rows.map(listed);
   if (!tied) return messages;
   messages.sort((a, b) => comparePositions(positionOf(b), positionOf(a)));
   return messages.slice(0, limit);

@@ -49,10 +49,11 @@ const messageColumns = (contact: string, conversation: string): string =>
 export const MESSAGE_COLUMNS = messageColumns('c.contact_id', 'c.id');
 
 /**
- * The columns of records of one conversation already read (a contact's history): its ids are the parameters
- * `@contact` and `@conversation`, so the page needs no join.
+ * What a history page lists of a record (alias `m`). A contact's page has read its conversation first and knows
+ * the two ids; a campaign's page adds them from the conversation's row ({@link LISTED_CONVERSATION_COLUMNS}).
  */
-export const CONVERSATION_MESSAGE_COLUMNS = messageColumns('@contact', '@conversation');
+export const LISTED_COLUMNS = shared.LISTED_COLUMN_NAMES.map((column) => `m.${column}`).join(', ');
+export const LISTED_CONVERSATION_COLUMNS = 'c.contact_id, c.id AS conversation_id';
 export const DLR_COLUMNS = shared.DLR_COLUMN_NAMES.join(', ');
 /** A delivery (`d`) with its event (`e`) and their record (`m`). */
 export const DELIVERY_COLUMNS = `${shared.deliveryColumns(RECIPIENT_COLUMNS)}, ${ITEM_COLUMNS}`;
