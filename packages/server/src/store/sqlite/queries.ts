@@ -36,7 +36,7 @@ export type HistoryKind = 'conversation' | 'conversationCampaign' | 'campaign' |
 type HistoryRow = ListedRow<Columns> & { contact_id?: string; conversation_id?: string };
 
 // Each filter names its index so the plan cannot drift to a scan-and-sort; a wrong name fails at open. A
-// contact's history is one conversation, read first (queries.conversation): its ids are bound, not joined.
+// contact's history is one conversation, read first (queries.conversation): its ids are known, not read.
 // A conversation's indexes key its records by time alone (migration 11): they are read in (created_at, ref)
 // order, and byTime marks that the records of one millisecond are put in the contract's order in JavaScript
 // (pageByTime). A campaign's index keeps the whole keyset: one campaign's records at one time are common.
