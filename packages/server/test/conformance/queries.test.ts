@@ -138,6 +138,30 @@ describe.each(engines())('$name store: queries', (engine) => {
       // A campaign's page reads the contact and conversation ids from each record's conversation.
       const inCampaign = await store().listHistory(account, { campaignId: 'c-listed', limit: 100 });
       expect(inCampaign).toStrictEqual(listedAs(stored.filter((m) => m.campaignId === 'c-listed')));
+      const inCampaignOnWhatsapp = await store().listHistory(account, {
+        campaignId: 'c-listed',
+        channel: 'WHATSAPP',
+        limit: 100,
+      });
+      expect(inCampaignOnWhatsapp).toStrictEqual(
+        listedAs(stored.filter((m) => m.campaignId === 'c-listed' && m.channel === 'WHATSAPP')),
+      );
+      // And a contact's page in a campaign knows them from the conversation it read first.
+      const contactInCampaign = await store().listHistory(account, {
+        contactId: contact,
+        channel: 'SMS',
+        campaignId: 'c-listed',
+        limit: 100,
+      });
+      expect(contactInCampaign).toStrictEqual(
+        listedAs(stored.filter((m) => m.campaignId === 'c-listed' && m.channel === 'SMS')),
+      );
+      expect(contactInCampaign.map((m) => m.id)).toStrictEqual([
+        'undelivered',
+        'accepted',
+        'refused',
+        'pending',
+      ]);
     });
   });
 
