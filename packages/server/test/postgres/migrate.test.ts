@@ -46,9 +46,6 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL migrate()', () => {
       (r) =>
         r.first !== 'account_id' &&
         !(r.table === 'accounts' && (r.first === 'id' || r.first === 'key')) &&
-        // The callback relay's queue spans every account on purpose (the oldest due delivery first, whoever's
-        // it is), so its index leads with the due time.
-        r.index !== 'deliveries_due' &&
         // One row for the whole database: the fingerprint of its pepper.
         r.table !== 'pepper_fingerprint' &&
         // Intake routes (and what they could not read) are the operator's, of no one account (CONTRACT §12).

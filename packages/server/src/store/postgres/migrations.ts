@@ -9,10 +9,10 @@ import { POSTGRES_ROLLUP_BACKFILL } from './rollup.js';
  * name tables unqualified; the connection's search_path is the store's schema.
  *
  * Distribution-ready: every primary key and index leads with `account_id`, so with Citus each table can be
- * distributed on it and every query stays on one shard. Two exceptions: the unique index on `accounts.key`
- * (authentication looks an account up by key before it knows the account, so `accounts` is a small reference
- * table there, docs/operations.md), and `deliveries_due`, the callback relay's queue, which is about every
- * account at once.
+ * distributed on it and every query stays on one shard. The exceptions are the operator's tables (intake routes,
+ * bind leases, carrier ids by route, console sessions) and the unique index on `accounts.key` (authentication
+ * looks an account up by key before it knows the account, so `accounts` is a small reference table there,
+ * docs/operations.md). `deliveries_due`, the callback relay's queue across accounts, was one until migration 12.
  *
  * Partitioning: `messages` is range-partitioned by month on `created_at`, so retention drops whole months
  * instead of deleting row by row, and the newest months stay hot in cache. A unique constraint on a
@@ -411,6 +411,19 @@ export const MIGRATIONS: readonly Migration[] = [
       -- by construction, at one random-place entry per event: 66 bytes a recipient, and one index write of
       -- every receipt's (docs/benchmarks.md, "Fourteenth pass"). SQLite dropped its own in its migration 11.
       ALTER TABLE receipt_events DROP CONSTRAINT receipt_events_id;
+    `,
+  },
+  {
+    version: 12,
+    name: 'callback deliveries without their due index across accounts',
+    sql: `
+      -- Its readers were the relay's look for the next due delivery across accounts and the metrics' count of
+      -- pending ones. The relay reads each account's slice of deliveries_account_due (the same partial index,
+      -- led by the account: outbox.ts nextDue, claimCandidates), and that index counts the pending deliveries
+      -- as well. So every queued delivery wrote an entry that nothing read, and every finished one left a dead
+      -- one (docs/benchmarks.md, "Fifteenth pass"). Every index now leads with account_id but those of the
+      -- operator's tables.
+      DROP INDEX deliveries_due;
     `,
   },
 ];

@@ -778,6 +778,17 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX deliveries_dead ON deliveries (account_id) WHERE state = 'dead';
     `,
   },
+  {
+    version: 14,
+    name: 'callback deliveries without their due index across accounts',
+    sql: `
+      -- Its one reader was the metrics' count of pending deliveries, which deliveries_account_due (the same
+      -- partial index, led by the account) answers as well: the relay's claims and its next-due time read
+      -- each account's slice of that one. So every queued delivery wrote an entry that nothing needed, and
+      -- every finished one removed it (docs/benchmarks.md, "Fifteenth pass").
+      DROP INDEX deliveries_due;
+    `,
+  },
 ];
 
 /**

@@ -213,7 +213,7 @@ export function prepareOutbox(db: Database) {
        ORDER BY d.next_attempt_at, d.seq LIMIT @limit`,
     ),
     stats: prepare<[], { pending: number; dead: number; parked: number }>(
-      `SELECT (SELECT count(*) FROM deliveries INDEXED BY deliveries_due WHERE state = 'pending') AS pending,
+      `SELECT (SELECT count(*) FROM deliveries INDEXED BY deliveries_account_due WHERE state = 'pending') AS pending,
               (SELECT count(*) FROM deliveries INDEXED BY deliveries_dead WHERE state = 'dead') AS dead,
               (SELECT count(*) FROM parked_receipts) AS parked`,
     ),
