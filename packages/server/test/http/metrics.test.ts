@@ -33,6 +33,27 @@ describe.each(engines())('$name GET /metrics', (engine) => {
     ).toBe(401);
   });
 
+  it("counts every account's pending callback deliveries, one per recipient", async () => {
+    const pending = async () => value((await scrape()).get('waybill_callback_queue'), { state: 'pending' });
+    const before = await pending();
+    const a = await h().createAccount({ callbackUrl: 'https://hooks.example/a' });
+    const b = await h().createAccount({ callbackUrl: 'https://hooks.example/b' });
+    await h().ingest(a.id, [
+      { id: 'a-1', channel: 'SMS', channelUserId: TO },
+      { id: 'a-2', channel: 'SMS', channelUserId: TO },
+    ]);
+    await h().ingest(b.id, [{ id: 'b-1', channel: 'SMS', channelUserId: TO }]);
+    await h().receipts(a.id, [
+      { messageId: 'a-1', drStatuscode: 'accepted' },
+      { messageId: 'a-2', drStatuscode: 'delivered' },
+    ]);
+    await h().receipts(b.id, [{ messageId: 'b-1', drStatuscode: 'accepted' }]);
+    expect(await pending()).toBe(before + 3);
+    // A later receipt of a-1 supersedes its recipient's pending delivery with its own.
+    await h().receipts(a.id, [{ messageId: 'a-1', drStatuscode: 'delivered' }]);
+    expect(await pending()).toBe(before + 3);
+  });
+
   it('exposes the contract metrics in the Prometheus text format, labelled by route pattern', async () => {
     const acct = await h().createAccount({ callbackUrl: 'https://hooks.example/dlr' });
     await h().ingest(acct.id, [{ id: 'm-1', channel: 'SMS', channelUserId: TO }]);
