@@ -5,8 +5,9 @@
 // and its record's refs bound as numbers), as the store wrote them before the thirteenth pass (each ref found by
 // a search of account_refs, of the records' key and of the event in the same statement), with the due index across
 // accounts that the fifteenth pass dropped, and with one index of the two tables dropped at a time, or every
-// delivery index, or no delivery at all: what each part costs. The log
-// is checkpointed between batches, outside the measured time, as the store's checkpointer thread does.
+// delivery index, or no delivery at all: what each part costs. The log is checkpointed between batches, outside
+// the measured time, as the store's checkpointer thread does. Variants closer than about 2 ms may be noise: a
+// second copy of one variant once read 2.3 ms apart from the first (docs/benchmarks.md, "Fifteenth pass").
 //
 //   node bench/receipt-writes.mjs [--database bench/.data/bench-200000.db] [--batches 30]
 //
