@@ -1,4 +1,4 @@
-import { writeSync } from 'node:fs';
+import { fstatSync, writeSync } from 'node:fs';
 import pino from 'pino';
 
 /** The destination pino's `destination()` builds (sonic-boom), as far as the batching below uses it. */
@@ -62,14 +62,33 @@ export function batchedOutput(destination: Destination, fd: number): LogOutput {
 
 let stdout: LogOutput | undefined;
 
+/** Whether `fd` is a regular file (not a pipe, socket or terminal); false when it cannot be read. */
+function regularFile(fd: number): boolean {
+  try {
+    return fstatSync(fd).isFile();
+  } catch {
+    return false;
+  }
+}
+
 /**
- * Standard output for the logs, asynchronous and batched per turn (see {@link batchedOutput}). One per process:
- * every app built here (tests build many) shares it and its exit flush. A synchronous write per line (pino's
- * default) cost `/dlr` a measurable share of its throughput with the access log on. pino flushes what is pending
- * when the process exits, signals and fatal errors included; only a SIGKILL (or the machine failing) can lose
- * the lines of the last turn and of the write in flight.
+ * Standard output for the logs, batched per turn (see {@link batchedOutput}). One per process: every app built
+ * here (tests build many) shares it and its exit flush. A write per line (pino's default) cost `/dlr` a
+ * measurable share of its throughput with the access log on.
+ *
+ * How a turn's batch is written depends on what standard output is:
+ * - a regular file: synchronously, one `write` per turn, as pino's default destination and Node's own
+ *   `process.stdout` write to files. A file never pushes back on a writer, and an asynchronous write costs a
+ *   round trip through libuv's thread pool per turn, which under `/dlr` load was 12% of the server's CPU per
+ *   request (docs/benchmarks.md, "Sixteenth pass"); it also waits behind whatever else holds the pool.
+ * - anything else (a pipe to a log collector, a socket, a terminal): asynchronously, so that a reader that
+ *   falls behind never stops the event loop; lines wait in memory until it reads.
+ *
+ * pino flushes what is pending when the process exits, signals and fatal errors included. Only a SIGKILL (or the
+ * machine failing) can lose lines: those of the turn it lands in, and on the asynchronous path also those of the
+ * write in flight.
  */
 export function standardOutput(): LogOutput {
-  stdout ??= batchedOutput(pino.destination({ dest: 1, sync: false }) as unknown as Destination, 1);
+  stdout ??= batchedOutput(pino.destination({ dest: 1, sync: regularFile(1) }) as unknown as Destination, 1);
   return stdout;
 }

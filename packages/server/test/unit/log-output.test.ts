@@ -1,5 +1,7 @@
-import { execFileSync } from 'node:child_process';
-import { resolve } from 'node:path';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { batchedOutput } from '../../src/http/log-output.js';
 
@@ -65,5 +67,47 @@ describe('batchedOutput', () => {
       [1, 'line'],
       [2, 'line'],
     ]);
+  });
+
+  it('writes the lines of a turn to a file by the next turn, with the thread pool busy, and a SIGKILL keeps them', () => {
+    // Standard output is a file. The one thread of libuv's pool is held by a long key derivation, as a burst of
+    // scrypt or file work would hold it; the lines of a turn must still be in the file when the next turn reads
+    // it, and survive a SIGKILL there. An asynchronous write would wait behind the derivation.
+    const dist = resolve(import.meta.dirname, '../../dist/http/log-output.js');
+    const dir = mkdtempSync(join(tmpdir(), 'waybill-log-'));
+    const file = join(dir, 'out.log');
+    const script = `
+      import { pbkdf2 } from 'node:crypto';
+      import { readFileSync } from 'node:fs';
+      import pino from 'pino';
+      import { standardOutput } from ${JSON.stringify(dist)};
+      pbkdf2('secret', 'salt', 50_000_000, 32, 'sha256', () => {});
+      const log = pino({}, standardOutput());
+      for (let i = 0; i < 3; i++) log.info({ i }, 'line');
+      setImmediate(() => setImmediate(() => {
+        process.stderr.write(readFileSync(${JSON.stringify(file)}, 'utf8'));
+        process.kill(process.pid, 'SIGKILL');
+      }));`;
+    const fd = openSync(file, 'w');
+    try {
+      const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+        cwd: resolve(import.meta.dirname, '../..'),
+        env: { ...process.env, UV_THREADPOOL_SIZE: '1' },
+        stdio: ['ignore', fd, 'pipe'],
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      expect(child.signal).toBe('SIGKILL');
+      const seen = child.stderr
+        .trim()
+        .split('\n')
+        .filter((line) => line !== '')
+        .map((line) => (JSON.parse(line) as { i: number }).i);
+      expect(seen).toStrictEqual([0, 1, 2]);
+      expect(readFileSync(file, 'utf8').trim().split('\n')).toHaveLength(3);
+    } finally {
+      closeSync(fd);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
