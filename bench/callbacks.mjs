@@ -9,7 +9,7 @@
 //
 // On PostgreSQL each run gets an empty database of its own beside the one named (`<name>_<build>_<round>`,
 // dropped after it). --instances 2 starts two servers on it, both relaying, receipt batches sent to them in
-// turn (PostgreSQL only). --baseline-dist runs that build too, alternately with this one, --rounds times each,
+// turn (PostgreSQL only). --baseline-dist runs that build too, alternately with this one (each round starting with the other), --rounds times each,
 // and prints them side by side. Server and PostgreSQL CPU are per delivery, receipt ingest included.
 //
 // Extra server settings pass through the environment (WAYBILL_CALLBACK_CONCURRENCY=…, …); the server's log is
@@ -39,7 +39,8 @@ const builds = [
 ];
 const results = [];
 for (let round = 1; round <= Number(opts.rounds); round++) {
-  for (const build of builds) {
+  // Each round starts with the other build: the second run of a round was seen favoured, whichever build it was.
+  for (const build of round % 2 === 1 ? builds : [...builds].reverse()) {
     const fresh = databaseUrl?.startsWith('postgres')
       ? await freshDatabase(databaseUrl, `${build.label}_${round}`)
       : null;
