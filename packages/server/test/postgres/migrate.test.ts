@@ -67,4 +67,25 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL migrate()', () => {
     );
     expect(offenders).toEqual([]);
   });
+
+  it('keeps the lease out of every index of callback deliveries, with room on their pages, so a lease updates in place', async () => {
+    // A lease (outbox.ts) sets lease and lease_until: with no index naming either, in its columns or its
+    // predicate, and free space on the row's page, PostgreSQL writes the new version beside the old one without
+    // an entry in any index (a HOT update). An index on them makes every lease cost one entry per index.
+    stores.push(openStore(schema));
+    await stores[0]?.migrate();
+    const indexes = await sql<{ index: string; definition: string }>(
+      schema,
+      `SELECT i.relname AS index, pg_get_indexdef(x.indexrelid) AS definition
+       FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+       WHERE x.indrelid = 'deliveries'::regclass`,
+    );
+    expect(indexes.map((r) => r.index)).toContain('deliveries_recipient');
+    expect(indexes.filter((r) => /\blease/.test(r.definition))).toEqual([]);
+    const [table] = await sql<{ options: string[] | null }>(
+      schema,
+      `SELECT reloptions AS options FROM pg_class WHERE oid = 'deliveries'::regclass`,
+    );
+    expect(table?.options).toContain('fillfactor=85');
+  });
 });

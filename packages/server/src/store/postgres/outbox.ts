@@ -75,7 +75,10 @@ const candidateOf = <R extends PendingRow>(row: R): rules.ClaimCandidate & { row
   row,
 });
 
-/** The latest lease end among the other deliveries of d's recipient (the small deliveries_leased index). */
+/**
+ * The latest lease end among the other deliveries of d's recipient, read through deliveries_recipient (a
+ * recipient has a few): no index names the lease, so that taking one is an update in place (migration 13).
+ */
 const PENDING_COLUMNS = `d.account_id, d.seq, d.message_id, d.recipient, d.next_attempt_at, d.created_at,
   d.lease_until,
   (SELECT max(b.lease_until) FROM deliveries b
