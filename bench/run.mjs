@@ -9,6 +9,8 @@
 //     (with --baseline-database-url sqlite:/tmp/old/bench.db when the builds store data differently: the
 //     baseline then reads a dataset its own bench/datagen.mjs wrote, of the same size and seed)
 //   npm run bench -- intake-smpp intake-kannel --smpp-window 100      receipts from an SMSC and from Kannel
+//   npm run bench -- dlr --log-output pipe    every server's standard output to a pipe (as in a container)
+//                                             instead of a file; this process copies it to the log file
 //
 // The dataset is generated once (bench/lib/datagen.mjs; bench/datagen.mjs by hand) and kept in bench/.data/.
 // The built server runs as its own process in its production configuration (`waybill serve`, access log on;
@@ -36,7 +38,7 @@ import { goalRows } from './lib/goals.mjs';
 import { copyDatabase, dropDatabase, runIngest } from './lib/ingest.mjs';
 import { runIntake } from './lib/intake.mjs';
 import { DATASET_VERSION, dataDir, manifestPathFor, serverDist } from './lib/paths.mjs';
-import { startCeiling, startLean, startLoader, startWaybill } from './lib/processes.mjs';
+import { setLogOutput, startCeiling, startLean, startLoader, startWaybill } from './lib/processes.mjs';
 import { fmt, leanShare, markdownTable } from './lib/report.mjs';
 import { firstDifference, READ_SCENARIOS, rawGet, runReview, sampleBody } from './lib/scenarios.mjs';
 
@@ -67,6 +69,7 @@ const { values: opts, positionals } = commandLine(
     'baseline-dist': null,
     'baseline-database-url': null,
     'access-log': 'on',
+    'log-output': 'file',
     'ingest-records': null,
     'intake-receipts': null,
     'smpp-window': '100',
@@ -95,6 +98,7 @@ const INTAKE_RECEIPTS = Number(opts['intake-receipts'] ?? (QUICK ? 1_000 : 30_00
 const dist = resolve(opts['server-dist']);
 const baselineDist = opts['baseline-dist'] ? resolve(opts['baseline-dist']) : null;
 const accessLog = opts['access-log'] !== 'off';
+setLogOutput(opts['log-output']);
 const errors = [];
 
 // ---------------------------------------------------------------------------------------------------------
@@ -182,6 +186,7 @@ console.log(
     `# ${engine}, ${manifest.recipients.toLocaleString('en')} recipients (${manifest.records.toLocaleString('en')} ` +
     `records, ${manifest.events.toLocaleString('en')} events${sqliteCacheMb ? `, cache ${sqliteCacheMb} MB` : ''}); ${CONNECTIONS} connections, ${ROUNDS} round(s) of ` +
     `${DURATION_S} s (+${WARMUP_S} s warm-up); access log ${accessLog ? 'on' : 'off'}` +
+    (opts['log-output'] === 'pipe' ? ', standard output to a pipe' : '') +
     (baselineDist ? `; baseline build ${baselineDist}` : '') +
     (baselineDataset === dataset ? '' : ` on ${baselineDataset.databaseUrl}`),
 );

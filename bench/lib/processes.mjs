@@ -1,7 +1,7 @@
 // The processes a benchmark runs: the Waybill server in its production configuration, the bare node:http ceiling,
 // and the load generator, each its own process, killed when this one exits.
 import { execFileSync, fork, spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, createWriteStream, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { adminClient } from './admin.mjs';
@@ -34,17 +34,31 @@ function pinned(cpus, command, args) {
   return ['taskset', ['-c', cpus, command, ...args]];
 }
 
+/** Where the processes started here write their standard output: 'file' (the default) or 'pipe'. */
+let logOutput = 'file';
+
+/**
+ * `--log-output pipe`: every process started from now on writes its standard output to a pipe, which this
+ * process copies to the same log file, as a container runtime's log collector reads a server's output.
+ */
+export function setLogOutput(kind) {
+  if (kind !== 'file' && kind !== 'pipe') throw new Error(`--log-output is file or pipe, not ${kind}`);
+  logOutput = kind;
+}
+
 /**
  * Starts a process that prints `listening at <url>` on stdout (the Waybill CLI's pino line, or the ceiling's),
- * with stdout to a log file: log lines cost the server a write each, as in production, and this process drains
- * no pipe while it loads. Resolves once the address is printed.
+ * with stdout to a log file (or a pipe to it: setLogOutput): log lines cost the server a write each, as in
+ * production, and with a file this process drains no pipe while it loads. Resolves once the address is printed.
  */
 async function startListening(label, command, args, env, cpus) {
   mkdirSync(join(dataDir, 'logs'), { recursive: true });
   const logFile = join(dataDir, 'logs', `${label}.log`);
   const fd = openSync(logFile, 'w');
   const [cmd, argv] = pinned(cpus, command, args);
-  const child = spawn(cmd, argv, { env, stdio: ['ignore', fd, 'pipe'], cwd: repoRoot });
+  const out = logOutput === 'pipe' ? 'pipe' : fd;
+  const child = spawn(cmd, argv, { env, stdio: ['ignore', out, 'pipe'], cwd: repoRoot });
+  if (logOutput === 'pipe') child.stdout.pipe(createWriteStream(logFile, { fd: openSync(logFile, 'a') }));
   closeSync(fd);
   children.add(child);
   let stderr = '';
