@@ -71,6 +71,7 @@ const { values: opts, positionals } = commandLine(
     'access-log': 'on',
     'log-output': 'file',
     'ingest-records': null,
+    'ingest-concurrency': '2',
     'intake-receipts': null,
     'smpp-window': '100',
     'kannel-connections': '64',
@@ -93,6 +94,7 @@ const WARMUP_S = Number(opts.warmup ?? (QUICK ? 0.2 : 2));
 const ROUNDS = Number(opts.rounds ?? (QUICK ? 1 : 3));
 const CONNECTIONS = Number(opts.connections);
 const WORKERS = Number(opts.workers);
+const INGEST_CONCURRENCY = Number(opts['ingest-concurrency']);
 const INGEST_RECORDS = Number(opts['ingest-records'] ?? (QUICK ? 2_000 : 100_000));
 const INTAKE_RECEIPTS = Number(opts['intake-receipts'] ?? (QUICK ? 1_000 : 30_000));
 const dist = resolve(opts['server-dist']);
@@ -187,6 +189,7 @@ console.log(
     `records, ${manifest.events.toLocaleString('en')} events${sqliteCacheMb ? `, cache ${sqliteCacheMb} MB` : ''}); ${CONNECTIONS} connections, ${ROUNDS} round(s) of ` +
     `${DURATION_S} s (+${WARMUP_S} s warm-up); access log ${accessLog ? 'on' : 'off'}` +
     (opts['log-output'] === 'pipe' ? ', standard output to a pipe' : '') +
+    (INGEST_CONCURRENCY === 2 ? '' : `; ingest batches ${INGEST_CONCURRENCY} in flight`) +
     (baselineDist ? `; baseline build ${baselineDist}` : '') +
     (baselineDataset === dataset ? '' : ` on ${baselineDataset.databaseUrl}`),
 );
@@ -461,9 +464,15 @@ if (scenarios.includes('ingest')) {
           env: { ...serverEnv, WAYBILL_CALLBACK_RELAY: 'off' },
         });
         try {
-          got
-            .get(build.label)
-            .push(await runIngest({ server, databaseUrl: copy, records: INGEST_RECORDS, seed: 99 + round }));
+          got.get(build.label).push(
+            await runIngest({
+              server,
+              databaseUrl: copy,
+              records: INGEST_RECORDS,
+              seed: 99 + round,
+              concurrency: INGEST_CONCURRENCY,
+            }),
+          );
         } finally {
           await server.stop();
         }

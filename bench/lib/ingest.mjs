@@ -1,5 +1,5 @@
 // The ingest scenario of `npm run bench`: messages, then one final receipt per SMS recipient of them, POSTed
-// through the operator API in batches of 1,000, two in flight, against a server on its own fresh copy of the
+// through the operator API in batches of 1,000, two in flight (`--ingest-concurrency`), against a server on its own fresh copy of the
 // dataset (copyDatabase), so that builds compared side by side each start from the same database.
 //
 // Records are realistic: 86% outbound SMS (8% of ids sent to 2–3 numbers), 2% inbound SMS, 12% WhatsApp (40%
@@ -13,6 +13,7 @@ import { onServer } from './postgres.mjs';
 import { int, pick, random } from './random.mjs';
 
 const BATCH = 1000;
+/** Batches in flight at a time, unless the caller asks for another number (`--ingest-concurrency`). */
 const CONCURRENCY = 2;
 const WARMUP_BATCHES = 2;
 const POOL = 200_000;
@@ -110,10 +111,10 @@ const applied = (answer, n) =>
   answer?.unknown?.length === 0 && answer.applied + answer.ignored + answer.unknown.length === n;
 
 /**
- * Posts the serialized `bodies` to `path`, CONCURRENCY at a time: records/s, batch latency, the server's CPU
+ * Posts the serialized `bodies` to `path`, `concurrency` at a time: records/s, batch latency, the server's CPU
  * (and PostgreSQL's) per 1,000 records, and how many batches failed `check`.
  */
-async function post(server, databaseUrl, path, bodies, check) {
+async function post(server, databaseUrl, path, bodies, check, concurrency) {
   const records = bodies.reduce((s, b) => s + b.n, 0);
   const latencies = [];
   const failures = [];
@@ -122,7 +123,7 @@ async function post(server, databaseUrl, path, bodies, check) {
   const db0 = postgresCpuMs(databaseUrl);
   const started = performance.now();
   await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
+    Array.from({ length: concurrency }, async () => {
       while (next < bodies.length) {
         const body = bodies[next++];
         const t = performance.now();
@@ -153,7 +154,13 @@ async function post(server, databaseUrl, path, bodies, check) {
  * One ingest run against `server` (started on `databaseUrl`, from startWaybill): a fresh account, two warm-up
  * batches of messages and their receipts, then `records` messages and their receipts, measured.
  */
-export async function runIngest({ server, databaseUrl, records: count, seed = 99 }) {
+export async function runIngest({
+  server,
+  databaseUrl,
+  records: count,
+  seed = 99,
+  concurrency = CONCURRENCY,
+}) {
   const gen = records(seed);
   const account = await server.admin.post('/accounts', {
     name: 'bench-ingest',
@@ -168,12 +175,19 @@ export async function runIngest({ server, databaseUrl, records: count, seed = 99
   };
   const warm = batchesOf(WARMUP_BATCHES);
   const measured = batchesOf(Math.max(1, Math.round(count / BATCH)));
-  await post(server, databaseUrl, `${base}/messages`, warm.messages, accepted);
+  await post(server, databaseUrl, `${base}/messages`, warm.messages, accepted, concurrency);
   const warmReceipts = serialize('receipts', gen.receipts(warm.recipients, Date.now()));
-  await post(server, databaseUrl, `${base}/receipts`, warmReceipts, applied);
-  const messages = await post(server, databaseUrl, `${base}/messages`, measured.messages, accepted);
+  await post(server, databaseUrl, `${base}/receipts`, warmReceipts, applied, concurrency);
+  const messages = await post(
+    server,
+    databaseUrl,
+    `${base}/messages`,
+    measured.messages,
+    accepted,
+    concurrency,
+  );
   const receiptBodies = serialize('receipts', gen.receipts(measured.recipients, Date.now()));
-  const receipts = await post(server, databaseUrl, `${base}/receipts`, receiptBodies, applied);
+  const receipts = await post(server, databaseUrl, `${base}/receipts`, receiptBodies, applied, concurrency);
   return { messages, receipts };
 }
 
