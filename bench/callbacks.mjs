@@ -9,8 +9,9 @@
 //
 // On PostgreSQL each run gets an empty database of its own beside the one named (`<name>_<build>_<round>`,
 // dropped after it). --instances 2 starts two servers on it, both relaying, receipt batches sent to them in
-// turn (PostgreSQL only). --baseline-dist runs that build too, alternately with this one (each round starting with the other), --rounds times each,
-// and prints them side by side. Server and PostgreSQL CPU are per delivery, receipt ingest included.
+// turn (PostgreSQL only). --baseline-dist runs that build too, alternately with this one (each round starting
+// with the other), --rounds times each, and prints them side by side. Server and PostgreSQL CPU are per
+// delivery, receipt ingest included.
 //
 // Extra server settings pass through the environment (WAYBILL_CALLBACK_CONCURRENCY=…, …); the server's log is
 // bench/.data/logs/waybill-callbacks.log.

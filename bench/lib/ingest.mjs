@@ -1,6 +1,7 @@
 // The ingest scenario of `npm run bench`: messages, then one final receipt per SMS recipient of them, POSTed
-// through the operator API in batches of 1,000, two in flight (`--ingest-concurrency`), against a server on its own fresh copy of the
-// dataset (copyDatabase), so that builds compared side by side each start from the same database.
+// through the operator API in batches of 1,000, two in flight (`--ingest-concurrency`), against a server on its
+// own fresh copy of the dataset (copyDatabase), so that builds compared side by side each start from the same
+// database.
 //
 // Records are realistic: 86% outbound SMS (8% of ids sent to 2–3 numbers), 2% inbound SMS, 12% WhatsApp (40%
 // of it inbound); UUID-like message ids; recipients drawn, skewed towards a few busy numbers, from a pool of

@@ -79,8 +79,8 @@ function regularFile(fd: number): boolean {
  * How a turn's batch is written depends on what standard output is:
  * - a regular file: synchronously, one `write` per turn, as pino's default destination and Node's own
  *   `process.stdout` write to files. A file never pushes back on a writer, and an asynchronous write costs a
- *   round trip through libuv's thread pool per turn, which under `/dlr` load was 12% of the server's CPU per
- *   request (docs/benchmarks.md, "Sixteenth pass"); it also waits behind whatever else holds the pool.
+ *   round trip through libuv's thread pool per turn, which under `/dlr` load cost about 7 µs of the server's
+ *   60 per request (docs/benchmarks.md, "Sixteenth pass"); it also waits behind whatever else holds the pool.
  * - anything else (a pipe to a log collector, a socket, a terminal): asynchronously, so that a reader that
  *   falls behind never stops the event loop; lines wait in memory until it reads.
  *

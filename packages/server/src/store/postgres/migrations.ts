@@ -432,7 +432,7 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: `
       -- A lease sets lease and lease_until, which only deliveries_leased read (the relay's check for a
       -- recipient's attempt in flight, in its predicate): so every lease wrote a new row version with an entry
-      -- in each of the table's indexes, and the lease was the relay's costliest statement. Without it, and with
+      -- in seven of the table's eight indexes, and the lease was the relay's costliest statement. Without it, and with
       -- room left on each page, a lease is a HOT update: the row's new version on its page, no index entry.
       -- The in-flight check reads the recipient's deliveries through deliveries_recipient instead (outbox.ts
       -- RECIPIENT_LEASE; a recipient has a few). Pages written before this stay full until rewritten.
