@@ -86,6 +86,14 @@ if (unknown.length > 0) {
   console.error(`unknown scenario ${unknown.join(', ')}; known: ${ALL.join(', ')}`);
   process.exit(2);
 }
+if (!['file', 'pipe'].includes(opts['log-output'])) {
+  console.error(`--log-output is file or pipe, not ${opts['log-output']}`);
+  process.exit(2);
+}
+if (!/^[1-9][0-9]*$/.test(opts['ingest-concurrency'])) {
+  console.error(`--ingest-concurrency is a number of batches, 1 or more, not ${opts['ingest-concurrency']}`);
+  process.exit(2);
+}
 const QUICK = opts.quick;
 const scenarios = positionals.length > 0 ? positionals : ALL;
 const RECIPIENTS = Number(opts.recipients ?? (QUICK ? 20_000 : 1_000_000));

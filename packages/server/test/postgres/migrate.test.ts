@@ -28,7 +28,7 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL migrate()', () => {
     expect(await stores[1]?.hasAccounts()).toBe(false);
   });
 
-  it('leads every primary key and index with account_id, but those on accounts, the relay queue, intake routes, bind leases, carrier ids and console sessions', async () => {
+  it('leads every primary key and index with account_id, but those on accounts, intake routes, bind leases, carrier ids, console sessions and the pepper', async () => {
     stores.push(openStore(schema));
     await stores[0]?.migrate();
     const indexes = await sql<{ table: string; index: string; first: string }>(

@@ -9,10 +9,12 @@ import { POSTGRES_ROLLUP_BACKFILL } from './rollup.js';
  * name tables unqualified; the connection's search_path is the store's schema.
  *
  * Distribution-ready: every primary key and index leads with `account_id`, so with Citus each table can be
- * distributed on it and every query stays on one shard. The exceptions are the operator's tables (intake routes,
- * bind leases, carrier ids by route, console sessions) and the unique index on `accounts.key` (authentication
- * looks an account up by key before it knows the account, so `accounts` is a small reference table there,
- * docs/operations.md). `deliveries_due`, the callback relay's queue across accounts, was one until migration 12.
+ * distributed on it and every query stays on one shard. The exceptions are the operator's tables (intake routes
+ * and what they could not read, bind leases, carrier ids and the receipts parked under them by route, console
+ * sessions, the pepper's fingerprint) and the unique index on `accounts.key` (authentication looks an account up
+ * by key before it knows the account, so `accounts` is a small reference table there, docs/operations.md);
+ * test/postgres/migrate.test.ts holds the schema to that. `deliveries_due`, the callback relay's queue across
+ * accounts, was one until migration 12.
  *
  * Partitioning: `messages` is range-partitioned by month on `created_at`, so retention drops whole months
  * instead of deleting row by row, and the newest months stay hot in cache. A unique constraint on a
