@@ -35,7 +35,7 @@ import { runCallbacks } from './lib/callbacks.mjs';
 import { commandLine } from './lib/cli.mjs';
 import { postgresCpuMs } from './lib/cpu.mjs';
 import { goalRows } from './lib/goals.mjs';
-import { copyDatabase, dropDatabase, runIngest } from './lib/ingest.mjs';
+import { copyDatabase, dropDatabase, runIngest, runLeanIngest } from './lib/ingest.mjs';
 import { runIntake } from './lib/intake.mjs';
 import { DATASET_VERSION, dataDir, manifestPathFor, serverDist } from './lib/paths.mjs';
 import { setLogOutput, startCeiling, startLean, startLoader, startWaybill } from './lib/processes.mjs';
@@ -456,8 +456,23 @@ if (scenarios.includes('ingest')) {
       : []),
   ];
   const got = new Map(builds.map((b) => [b.label, []]));
+  // On SQLite, the lean store-only reference writes the same records in each round (bench/lib/lean-ingest.mjs).
+  const leanIngest = engine === 'SQLite' ? [] : null;
+  const runLean = async (round) => {
+    const copy = await copyDatabase(manifest.databaseUrl, 'ingest-lean');
+    try {
+      leanIngest.push(
+        await runLeanIngest({ databaseUrl: copy, records: INGEST_RECORDS, seed: 99 + round, cpus: '0' }),
+      );
+    } finally {
+      await dropDatabase(copy);
+    }
+  };
   for (let round = 0; round < ROUNDS; round++) {
-    for (const build of builds) {
+    // The reference takes each place among the builds in turn: a round's first run was seen slower.
+    const leanAt = round % (builds.length + 1);
+    for (const [place, build] of builds.entries()) {
+      if (leanIngest && place === leanAt) await runLean(round);
       const copy = await copyDatabase(build.databaseUrl, `ingest-${build.label}`);
       try {
         const server = await startWaybill({
@@ -488,6 +503,7 @@ if (scenarios.includes('ingest')) {
         await dropDatabase(copy);
       }
     }
+    if (leanIngest && leanAt === builds.length) await runLean(round);
   }
   const summarizeIngest = (results) => {
     const of = (key) => median(results.map((r) => r[key]));
@@ -496,27 +512,38 @@ if (scenarios.includes('ingest')) {
       p50Ms: of('p50Ms'),
       p99Ms: of('p99Ms'),
       cpuMsPer1000: of('cpuMsPer1000'),
+      answeredCpuMsPer1000: of('answeredCpuMsPer1000'),
       dbCpuMsPer1000: of('dbCpuMsPer1000'),
       rounds: results.map((r) => Math.round(r.recordsPerSecond)),
     };
   };
   for (const kind of ['messages', 'receipts']) {
     const [k, b] = builds.map((build) => summarizeIngest(got.get(build.label).map((r) => r[kind])));
+    const f = leanIngest ? summarizeIngest(leanIngest.map((r) => r[kind])) : null;
     const row = {
       scenario: `ingest-${kind}`,
       title: `operator API, ${kind}, batches of 1,000`,
       ingest: k,
       ...(b ? { baseline: b } : {}),
+      ...(f ? { lean: f, leanShareByCpu: f.cpuMsPer1000 / k.cpuMsPer1000 } : {}),
     };
     rows.push(row);
+    // On SQLite the phase's CPU runs a second past its last answer, its log's checkpoints with it
+    // (ingest.mjs SETTLE_MS); beside it, what the last answer had cost.
     const cost = (x) =>
       `${fmt(x.cpuMsPer1000, 1)} ms CPU per 1,000` +
+      (engine === 'SQLite' ? ` (${fmt(x.answeredCpuMsPer1000, 1)} by the last answer)` : '') +
       (engine === 'PostgreSQL' ? ` (PostgreSQL ${fmt(x.dbCpuMsPer1000, 1)})` : '');
     console.log(
       `${row.scenario.padEnd(16)} ${fmt(k.recordsPerSecond).padStart(7)} records/s  ` +
         `batch p50 ${fmt(k.p50Ms)} p99 ${fmt(k.p99Ms)} ms  ${cost(k)}` +
         (b ? ` | baseline build ${fmt(b.recordsPerSecond)} records/s, ${cost(b)}` : ''),
     );
+    if (f)
+      console.log(
+        `${''.padEnd(16)}   lean store-only reference ${fmt(f.recordsPerSecond)} records/s, ${cost(f)}; ` +
+          `Waybill's share of it by CPU ${fmt(row.leanShareByCpu, 2)}×`,
+      );
     for (const [label, results] of got) {
       const failed = results.filter((r) => r[kind].failures > 0);
       for (const r of failed)

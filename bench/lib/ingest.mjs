@@ -8,9 +8,14 @@
 // 200,000. Receipts are mostly delivered, some failed, expired or only accepted, in shuffled order. The account
 // has a callback URL (start the server with the relay off), so applied receipts queue deliveries as they do for
 // an account that uses callbacks. Bodies are generated and serialized before the clock starts.
+import { execFile } from 'node:child_process';
 import { closeSync, copyFileSync, existsSync, fsyncSync, openSync, rmSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { postgresCpuMs } from './cpu.mjs';
 import { onServer } from './postgres.mjs';
+import { pinned } from './processes.mjs';
 import { int, pick, random } from './random.mjs';
 
 const BATCH = 1000;
@@ -104,8 +109,26 @@ function records(seed) {
   return { messages, receipts };
 }
 
-const serialize = (field, batches) =>
-  batches.map((items) => ({ text: JSON.stringify({ [field]: items }), n: items.length }));
+/**
+ * The records of one run, as item objects in batches of BATCH: two warm-up batches of messages and their
+ * receipts, then `count` messages and their receipts. The same `seed` gives the same records (lean-ingest.mjs
+ * writes the very records a server is sent). Their createdAt is an hour ago, their receipts' drTime now.
+ */
+export function ingestWorkload(seed, count) {
+  const gen = records(seed);
+  const createdAt = new Date(Date.now() - 3_600_000).toISOString();
+  const batchesOf = (n) => {
+    const recipients = [];
+    const messages = Array.from({ length: n }, () => gen.messages(recipients, createdAt));
+    return { messages, recipients };
+  };
+  const warm = batchesOf(WARMUP_BATCHES);
+  const measured = batchesOf(Math.max(1, Math.round(count / BATCH)));
+  return {
+    warm: { messages: warm.messages, receipts: gen.receipts(warm.recipients, Date.now()) },
+    measured: { messages: measured.messages, receipts: gen.receipts(measured.recipients, Date.now()) },
+  };
+}
 
 const accepted = (answer, n) => answer?.accepted === n;
 const applied = (answer, n) =>
@@ -136,6 +159,8 @@ async function post(server, databaseUrl, path, bodies, check, concurrency) {
     }),
   );
   const seconds = (performance.now() - started) / 1000;
+  const cpuAnswered = server.cpuMs();
+  if (databaseUrl.startsWith('sqlite:')) await sleep(SETTLE_MS);
   latencies.sort((a, b) => a - b);
   const q = (p) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))];
   return {
@@ -145,11 +170,20 @@ async function post(server, databaseUrl, path, bodies, check, concurrency) {
     p50Ms: q(0.5),
     p99Ms: q(0.99),
     cpuMsPer1000: ((server.cpuMs() - cpu0) / records) * 1000,
+    answeredCpuMsPer1000: ((cpuAnswered - cpu0) / records) * 1000,
     dbCpuMsPer1000: ((postgresCpuMs(databaseUrl) - db0) / records) * 1000,
     failures: failures.length,
     firstFailure: failures[0] ?? null,
   };
 }
+
+/**
+ * How long the harness lets a SQLite server run after a phase's last answer before it reads the phase's CPU: five
+ * ticks of the server's checkpointer (every 200 ms), so that the CPU counted includes copying the phase's log into
+ * the database file, not only the checkpoints that ran before the last answer. PostgreSQL's own checkpoints are
+ * outside the server, and not waited for.
+ */
+export const SETTLE_MS = 1000;
 
 /**
  * One ingest run against `server` (started on `databaseUrl`, from startWaybill): a fresh account, two warm-up
@@ -162,23 +196,24 @@ export async function runIngest({
   seed = 99,
   concurrency = CONCURRENCY,
 }) {
-  const gen = records(seed);
   const account = await server.admin.post('/accounts', {
     name: 'bench-ingest',
     callbackUrl: 'https://callbacks.example.com/waybill',
   });
   const base = `/accounts/${account.id}`;
-  const createdAt = new Date(Date.now() - 3_600_000).toISOString();
-  const batchesOf = (n) => {
-    const recipients = [];
-    const batches = Array.from({ length: n }, () => gen.messages(recipients, createdAt));
-    return { messages: serialize('messages', batches), recipients };
+  const work = ingestWorkload(seed, count);
+  const bodies = (field, batches) =>
+    batches.map((batch) => ({ text: JSON.stringify({ [field]: batch }), n: batch.length }));
+  const warm = {
+    messages: bodies('messages', work.warm.messages),
+    receipts: bodies('receipts', work.warm.receipts),
   };
-  const warm = batchesOf(WARMUP_BATCHES);
-  const measured = batchesOf(Math.max(1, Math.round(count / BATCH)));
+  const measured = {
+    messages: bodies('messages', work.measured.messages),
+    receipts: bodies('receipts', work.measured.receipts),
+  };
   await post(server, databaseUrl, `${base}/messages`, warm.messages, accepted, concurrency);
-  const warmReceipts = serialize('receipts', gen.receipts(warm.recipients, Date.now()));
-  await post(server, databaseUrl, `${base}/receipts`, warmReceipts, applied, concurrency);
+  await post(server, databaseUrl, `${base}/receipts`, warm.receipts, applied, concurrency);
   const messages = await post(
     server,
     databaseUrl,
@@ -187,9 +222,31 @@ export async function runIngest({
     accepted,
     concurrency,
   );
-  const receiptBodies = serialize('receipts', gen.receipts(measured.recipients, Date.now()));
-  const receipts = await post(server, databaseUrl, `${base}/receipts`, receiptBodies, applied, concurrency);
+  const receipts = await post(
+    server,
+    databaseUrl,
+    `${base}/receipts`,
+    measured.receipts,
+    applied,
+    concurrency,
+  );
   return { messages, receipts };
+}
+
+/**
+ * The same run's records written by the lean store-only reference (lean-ingest.mjs) into `databaseUrl` (a
+ * fresh SQLite copy), in its own process on `cpus`: its messages and receipts phases, as runIngest's.
+ */
+export async function runLeanIngest({ databaseUrl, records: count, seed = 99, cpus }) {
+  const script = fileURLToPath(new URL('./lean-ingest.mjs', import.meta.url));
+  const [command, args] = pinned(cpus, process.execPath, [
+    script,
+    sqliteFile(databaseUrl),
+    String(seed),
+    String(count),
+  ]);
+  const { stdout } = await promisify(execFile)(command, args, { maxBuffer: 1 << 20 });
+  return JSON.parse(stdout);
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** `taskset -c <cpus>` in front of a command when taskset exists and the machine has the CPUs; else nothing. */
 let hasTaskset;
-function pinned(cpus, command, args) {
+export function pinned(cpus, command, args) {
   hasTaskset ??= (() => {
     try {
       execFileSync('taskset', ['-V'], { stdio: 'ignore' });
