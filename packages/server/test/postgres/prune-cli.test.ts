@@ -50,8 +50,22 @@ describe.skipIf(!POSTGRES_URL)('waybill prune on PostgreSQL, beside a running in
     try {
       await reader.query('BEGIN');
       await reader.query(`SELECT count(*) FROM ${month}`);
-      const pruning = run(['prune', '--older-than', '100', '--database-url', database.url]);
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      // The reader holds its lock until prune says it waits for it, however long the process takes to start
+      // (a fixed pause was too short on a slow machine: prune came after the reader had gone).
+      let saidWaiting: () => void = () => {};
+      const waiting = new Promise<void>((resolve) => {
+        saidWaiting = resolve;
+      });
+      const pruning = run(
+        ['prune', '--older-than', '100', '--database-url', database.url],
+        {},
+        {
+          onStderr: (soFar) => {
+            if (soFar.includes(' is locked by another session')) saidWaiting();
+          },
+        },
+      );
+      await Promise.race([waiting, pruning]);
       await reader.query('COMMIT');
       pruned = await pruning;
     } finally {

@@ -28,6 +28,8 @@ const cleanEnv = (env: Record<string, string>) => {
 /** Where a process runs: `cwd` matters to the PostgreSQL pepper file (./data/waybill.pepper). */
 export interface ProcessOptions {
   cwd?: string;
+  /** Everything the process has written to stderr so far, each time it writes more (the result has it all). */
+  onStderr?: (soFar: string) => void;
 }
 
 export function run(
@@ -35,15 +37,23 @@ export function run(
   env: Record<string, string> = {},
   options: ProcessOptions = {},
 ): Promise<Result> {
+  const { onStderr, ...where } = options;
   return new Promise((done) => {
-    execFile(
+    const child = execFile(
       process.execPath,
       [MAIN, ...args],
-      { env: cleanEnv(env), timeout: 30_000, ...options },
+      { env: cleanEnv(env), timeout: 30_000, ...where },
       (error, stdout, stderr) => {
         done({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
       },
     );
+    if (onStderr) {
+      let soFar = '';
+      child.stderr?.on('data', (chunk: Buffer | string) => {
+        soFar += String(chunk);
+        onStderr(soFar);
+      });
+    }
   });
 }
 
