@@ -18,6 +18,10 @@
 // Waybill's share of it. A benchmark process only: the server never imports it.
 //
 //   node bench/lib/lean-ingest.mjs <sqlite file> <seed> <records>   → one JSON line: { messages, receipts }
+//
+// Two knobs for what-ifs (docs/benchmarks.md, "Seventeenth pass"), off in the scenario:
+//   LEAN_INGEST_COMMIT=<n>      n batches in each transaction instead of one (a group commit's effect)
+//   LEAN_INGEST_WITHOUT=<index> that index dropped from the copy before the run
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -34,6 +38,19 @@ if (!file || !seedArg || !recordsArg) {
 
 // Waits as Waybill's store does for the write lock (a RESTART checkpoint holds it while it copies).
 const db = new Database(file, { fileMustExist: true, timeout: 30_000 });
+const BATCHES_PER_COMMIT = Number(process.env.LEAN_INGEST_COMMIT ?? 1);
+const without = process.env.LEAN_INGEST_WITHOUT;
+if (!Number.isInteger(BATCHES_PER_COMMIT) || BATCHES_PER_COMMIT < 1) {
+  console.error('LEAN_INGEST_COMMIT is a number of batches, 1 or more');
+  process.exit(2);
+}
+if (without !== undefined) {
+  if (!/^[a-z_]+$/.test(without)) {
+    console.error(`LEAN_INGEST_WITHOUT names an index, not ${without}`);
+    process.exit(2);
+  }
+  db.exec(`DROP INDEX ${without}`);
+}
 db.pragma('journal_mode = WAL');
 db.pragma('synchronous = FULL');
 db.pragma('wal_autocheckpoint = 0');
@@ -227,15 +244,20 @@ const cpuMs = () => {
   return (user + system) / 1000;
 };
 
-/** Each batch in its own IMMEDIATE transaction, as Waybill commits a batch; CPU counted as ingest.mjs counts it. */
+/**
+ * Each batch in its own IMMEDIATE transaction, as Waybill commits a batch (or LEAN_INGEST_COMMIT of them in
+ * one); CPU counted as ingest.mjs counts it.
+ */
 async function phase(batches, write) {
-  const transaction = db.transaction(write).immediate;
+  const transaction = db.transaction((group, now) => {
+    for (const batch of group) write(batch, now);
+  }).immediate;
   const records = batches.reduce((n, b) => n + b.length, 0);
   const cpu0 = cpuMs();
   const started = performance.now();
-  for (const batch of batches) {
+  for (let i = 0; i < batches.length; i += BATCHES_PER_COMMIT) {
     while (Atomics.load(holdWrites, 0) !== 0) Atomics.wait(holdWrites, 0, 1, 5);
-    transaction(batch, Date.now());
+    transaction(batches.slice(i, i + BATCHES_PER_COMMIT), Date.now());
   }
   const seconds = (performance.now() - started) / 1000;
   const answered = cpuMs();
