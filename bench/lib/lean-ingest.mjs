@@ -3,8 +3,7 @@
 // writes, with nothing else done. The same records as the scenario's (ingest.mjs ingestWorkload, same seed), as
 // objects (no HTTP, no JSON, no validation, no planner), written with better-sqlite3 into a fresh copy of the
 // dataset in the same durable way as Waybill: WAL, `synchronous = FULL`, one IMMEDIATE transaction per batch of
-// 1,000, and a checkpointer thread on its own connection (PASSIVE every 200 ms, RESTART of a caught-up log past
-// 64 MiB).
+// 1,000, and Waybill's own checkpointer thread (from the build).
 //
 // Per message: its identity read (and, for a new number, its contact, identity and conversation written), its
 // conversation read, its record's key read, its row inserted; per batch the account's sequence and the
@@ -23,12 +22,13 @@
 //   LEAN_INGEST_COMMIT=<n>      n batches in each transaction instead of one (a group commit's effect)
 //   LEAN_INGEST_WITHOUT=<index> that index dropped from the copy before the run
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { v7 } from 'uuid';
 import { ingestWorkload, SETTLE_MS } from './ingest.mjs';
+import { serverDist } from './paths.mjs';
 
 const [file, seedArg, recordsArg] = process.argv.slice(2);
 if (!file || !seedArg || !recordsArg) {
@@ -58,34 +58,12 @@ db.pragma('foreign_keys = ON');
 db.pragma(`mmap_size = ${256 * 2 ** 20}`);
 db.pragma(`cache_size = ${-256 * 1024}`);
 
-// The checkpointer: Waybill's policy (store/sqlite/checkpoint-worker.ts) without its bound and idle steps,
-// which a run this short never reaches. While a RESTART wants the write lock, batches wait for it to finish
-// (`holdWrites`, as Waybill's store waits on its checkpointer's flag): a writer committing back to back would
-// keep it from ever getting the lock.
-const holdWrites = new Int32Array(new SharedArrayBuffer(4));
-const checkpointer = new Worker(
-  `const Database = require(${JSON.stringify(fileURLToPath(import.meta.resolve('better-sqlite3')))});
-   const { parentPort, workerData } = require('node:worker_threads');
-   const holdWrites = new Int32Array(workerData);
-   const db = new Database(${JSON.stringify(file)}, { timeout: 0 });
-   db.pragma('synchronous = FULL');
-   db.pragma('wal_autocheckpoint = 0');
-   let timer;
-   const tick = () => {
-     const [row] = db.pragma('wal_checkpoint(PASSIVE)');
-     if (row.log * 4096 > 64 * 2 ** 20 && row.checkpointed === row.log) {
-       Atomics.store(holdWrites, 0, 1);
-       db.pragma('busy_timeout = 30000');
-       db.pragma('wal_checkpoint(RESTART)');
-       db.pragma('busy_timeout = 0');
-       Atomics.store(holdWrites, 0, 0);
-     }
-     timer = setTimeout(tick, 200);
-   };
-   tick();
-   parentPort.on('message', () => { clearTimeout(timer); db.close(); parentPort.close(); });`,
-  { eval: true, workerData: holdWrites.buffer },
+// Waybill's own checkpointer (store/sqlite/checkpointer.ts, from the build), with the server's default bound on
+// the log: its thread, its policy, and the wait it asks of writes while a RESTART wants the write lock.
+const { startCheckpointer } = await import(
+  pathToFileURL(join(serverDist, 'store/sqlite/checkpointer.js')).href
 );
+const checkpointer = startCheckpointer({ path: file, walMaxMb: 512, onReport: () => {} });
 
 const sql = {
   takeMessageSeqs: db
@@ -256,7 +234,7 @@ async function phase(batches, write) {
   const cpu0 = cpuMs();
   const started = performance.now();
   for (let i = 0; i < batches.length; i += BATCHES_PER_COMMIT) {
-    while (Atomics.load(holdWrites, 0) !== 0) Atomics.wait(holdWrites, 0, 1, 5);
+    await checkpointer.writable(30_000);
     transaction(batches.slice(i, i + BATCHES_PER_COMMIT), Date.now());
   }
   const seconds = (performance.now() - started) / 1000;
@@ -276,6 +254,6 @@ await phase(work.warm.messages, writeMessages);
 await phase(work.warm.receipts, writeReceipts);
 const messages = await phase(work.measured.messages, writeMessages);
 const receipts = await phase(work.measured.receipts, writeReceipts);
-checkpointer.postMessage('stop');
+await checkpointer.stop();
 db.close();
 process.stdout.write(`${JSON.stringify({ messages, receipts })}\n`);
