@@ -5,14 +5,14 @@
 // with it (the way now). Each attempt makes its signals, waits one turn of the event loop as a request would, and
 // ends; the rounds alternate the two ways. Prints µs per attempt, garbage collection included.
 //
-//   taskset -c 0 node bench/abort-signals.mjs [--attempts 100000] [--rounds 6] [--timeout-ms 10000]
+//   taskset -c 0 node bench/abort-signals.mjs [--attempts 100000] [--rounds 6] [--timeout-ms 15000]
 import { setImmediate as turn } from 'node:timers/promises';
 import { commandLine } from './lib/cli.mjs';
 
 const { values: opts } = commandLine(import.meta.url, {
   attempts: '100000',
   rounds: '6',
-  'timeout-ms': '10000',
+  'timeout-ms': '15000',
 });
 const attempts = Number(opts.attempts);
 const timeoutMs = Number(opts['timeout-ms']);

@@ -163,7 +163,7 @@ export class CallbackHttpClient {
     // One controller and one timer per attempt, both let go when it ends. AbortSignal.timeout's timer outlives
     // the attempt (a relay at thousands a second keeps tens of thousands pending), and AbortSignal.any registers
     // every attempt with the shared shutdown signal until the garbage collector drops it: together they were
-    // 2–3% of a relay's CPU (bench/callbacks.mjs --cpu-prof).
+    // about 2% of a relay's samples (docs/benchmarks.md, "Eighteenth pass"; bench/abort-signals.mjs).
     const attempt = new AbortController();
     let timedOut = false;
     const timer = setTimeout(() => {
