@@ -8,6 +8,7 @@
 //   taskset -c 0 node bench/abort-signals.mjs [--attempts 100000] [--rounds 6] [--timeout-ms 15000]
 import { setImmediate as turn } from 'node:timers/promises';
 import { commandLine } from './lib/cli.mjs';
+import { median } from './lib/report.mjs';
 
 const { values: opts } = commandLine(import.meta.url, {
   attempts: '100000',
@@ -57,13 +58,6 @@ for (let round = 0; round < Number(opts.rounds); round++) {
   const order = round % 2 === 0 ? Object.keys(ways) : Object.keys(ways).reverse();
   for (const name of order) results[name].push(await run(ways[name]));
 }
-const median = (xs) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = sorted.length / 2;
-  return Number.isInteger(mid)
-    ? ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2
-    : (sorted[Math.floor(mid)] ?? 0);
-};
 for (const [name, xs] of Object.entries(results)) {
   console.log(
     `${name.padEnd(20)} µs per attempt: median ${median(xs).toFixed(2)}  rounds ${xs.map((x) => x.toFixed(2)).join(' ')}`,

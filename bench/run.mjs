@@ -39,7 +39,7 @@ import { copyDatabase, dropDatabase, runIngest, runLeanIngest } from './lib/inge
 import { runIntake } from './lib/intake.mjs';
 import { DATASET_VERSION, dataDir, manifestPathFor, serverDist } from './lib/paths.mjs';
 import { setLogOutput, startCeiling, startLean, startLoader, startWaybill } from './lib/processes.mjs';
-import { fmt, leanShare, markdownTable } from './lib/report.mjs';
+import { fmt, leanShare, markdownTable, median } from './lib/report.mjs';
 import { firstDifference, READ_SCENARIOS, rawGet, runReview, sampleBody } from './lib/scenarios.mjs';
 
 /** The scenarios the lean reference (bench/lib/lean.mjs) is measured in as well: valid requests it serves. */
@@ -202,14 +202,6 @@ console.log(
     (baselineDataset === dataset ? '' : ` on ${baselineDataset.databaseUrl}`),
 );
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0
-    ? Number.NaN
-    : s.length % 2
-      ? s[(s.length - 1) / 2]
-      : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const rows = [];
 
 /** One measurement of `server` by `loader`, with the server's (and PostgreSQL's) CPU per request. */

@@ -5,6 +5,16 @@
 export const fmt = (x, d = 0) =>
   Number.isFinite(x) ? x.toLocaleString('en', { maximumFractionDigits: d, minimumFractionDigits: d }) : '–';
 
+/** The median of `xs` (the mean of the middle two when their count is even); NaN when there are none. */
+export const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0
+    ? Number.NaN
+    : s.length % 2
+      ? s[(s.length - 1) / 2]
+      : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
 /** A markdown table: `columns` are [heading, ':' for a right-aligned column or ''], `rows` arrays of cells. */
 export function markdownTable(columns, rows) {
   const line = (cells) => `| ${cells.join(' | ')} |`;
