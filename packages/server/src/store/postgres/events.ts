@@ -82,8 +82,8 @@ export async function writeEvents(
              SELECT $1::uuid, seq, id, message_id, recipient, recorded_at, message_created_at, item FROM planned
            ), queued AS (
              INSERT INTO deliveries (account_id, seq, id, message_id, recipient, state, created_at,
-               message_created_at, next_attempt_at)
-             SELECT $1::uuid, seq, id, message_id, recipient, delivery, recorded_at, message_created_at,
+               next_attempt_at)
+             SELECT $1::uuid, seq, id, message_id, recipient, delivery, recorded_at,
                CASE WHEN delivery = 'pending' THEN recorded_at END
              FROM planned WHERE delivery IS NOT NULL
            )

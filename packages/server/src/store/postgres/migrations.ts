@@ -443,6 +443,20 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE deliveries SET (fillfactor = 85);
     `,
   },
+  {
+    version: 14,
+    name: 'callback deliveries without their own time index',
+    sql: `
+      -- Retention finds a delivery and its attempts through their event (one delivery per event, keyed by its
+      -- seq), in the statement that removes the event (prune.ts), as SQLite has since its migration 11. So the
+      -- delivery needs neither the record's created_at nor an index by it: that index took an entry at every
+      -- queued delivery and at every update that is not in place (each attempt's result, and a lease whose page
+      -- is full), one of six. The column stays, unwritten, so that instances not yet upgraded can still queue
+      -- deliveries (docs/benchmarks.md, "Nineteenth pass").
+      DROP INDEX deliveries_prune;
+      ALTER TABLE deliveries ALTER COLUMN message_created_at DROP NOT NULL;
+    `,
+  },
 ];
 
 /**

@@ -674,8 +674,8 @@ export async function backfill(
       await client.query({
         name: 'wb_backfill_queue',
         text: `INSERT INTO deliveries (account_id, seq, id, message_id, recipient, state, created_at,
-                 message_created_at, next_attempt_at)
-               SELECT e.account_id, e.seq, e.id, e.message_id, e.recipient, 'pending', $3, e.message_created_at, $3
+                 next_attempt_at)
+               SELECT e.account_id, e.seq, e.id, e.message_id, e.recipient, 'pending', $3, $3
                FROM receipt_events e WHERE e.account_id = $1 AND e.seq = ANY($2::bigint[])`,
         values: [accountId, plan.queue, now.toISOString()],
       });

@@ -34,7 +34,6 @@ export async function prune(
   const run = new PruneRun(options);
   const before = cutoff.toISOString();
   await withClient(pool, async (client) => {
-    await run.batches(client, 'deliveries', DELETE_DELIVERIES, before);
     await run.batches(client, 'receipt events', DELETE_EVENTS, before);
     await run.batches(client, 'carrier ids', DELETE_CARRIERS, before);
 
@@ -195,28 +194,19 @@ class PruneRun {
   }
 }
 
-// Events and deliveries go by their record's `created_at` (copied into them). Joining the accounts reads each
-// one's range of the (account_id, message_created_at) indexes rather than the whole tables.
-
-const DELETE_DELIVERIES: pg.QueryConfig = {
-  name: 'wb_prune_deliveries',
-  text: `WITH doomed AS (
-           SELECT d.account_id, d.seq FROM deliveries d JOIN accounts a ON d.account_id = a.id
-           WHERE d.message_created_at < $1 LIMIT $2
-         ), attempts_gone AS (
-           DELETE FROM delivery_attempts x USING doomed g WHERE x.account_id = g.account_id AND x.seq = g.seq
-         ), gone AS (
-           DELETE FROM deliveries d USING doomed g WHERE d.account_id = g.account_id AND d.seq = g.seq
-           RETURNING 1
-         )
-         SELECT count(*) AS n FROM gone`,
-};
+// Events go by their record's `created_at` (copied into them). Joining the accounts reads each one's range of
+// the (account_id, message_created_at) index rather than the whole table. A delivery and its attempt log go with
+// their event, in the same statement: one delivery per event, keyed by its seq (migration 14).
 
 const DELETE_EVENTS: pg.QueryConfig = {
   name: 'wb_prune_events',
   text: `WITH doomed AS (
            SELECT e.account_id, e.seq FROM receipt_events e JOIN accounts a ON e.account_id = a.id
            WHERE e.message_created_at < $1 LIMIT $2
+         ), attempts_gone AS (
+           DELETE FROM delivery_attempts x USING doomed g WHERE x.account_id = g.account_id AND x.seq = g.seq
+         ), deliveries_gone AS (
+           DELETE FROM deliveries d USING doomed g WHERE d.account_id = g.account_id AND d.seq = g.seq
          ), gone AS (
            DELETE FROM receipt_events e USING doomed g WHERE e.account_id = g.account_id AND e.seq = g.seq
            RETURNING 1
