@@ -168,7 +168,8 @@ describe('waybill receipts', () => {
     expect(Object.keys(pages[0]?.receipts[0]?.receipt ?? {})).not.toContain('drTimeDate');
   });
 
-  it('maps failures to exit codes 1, 2 and 3', async () => {
+  // Nineteen processes of the CLI: a loaded CI machine took longer than the default 20 s for them.
+  it('maps failures to exit codes 1, 2 and 3', { timeout: 60_000 }, async () => {
     const env = clientEnv(account);
     expect((await run(['receipts', '--after', 'forged.cursor'], env)).code).toBe(1);
     expect((await run(['receipts'], { ...env, WAYBILL_SECRET: 'WRONGSEC' })).code).toBe(1);
@@ -318,7 +319,8 @@ describe('waybill deliveries', () => {
     expect(conflict.stderr).toContain('conflict');
   });
 
-  it('maps failures to exit codes 1, 2 and 3', async () => {
+  // Nineteen processes of the CLI: a loaded CI machine took longer than the default 20 s for them.
+  it('maps failures to exit codes 1, 2 and 3', { timeout: 60_000 }, async () => {
     const env = adminEnv();
     const missing = await run(['deliveries', 'show', account.id, 'evt_00000000000000000000000000'], env);
     expect(missing.code).toBe(1);
