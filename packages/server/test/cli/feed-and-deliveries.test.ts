@@ -168,7 +168,7 @@ describe('waybill receipts', () => {
     expect(Object.keys(pages[0]?.receipts[0]?.receipt ?? {})).not.toContain('drTimeDate');
   });
 
-  // Nineteen processes of the CLI: a loaded CI machine took longer than the default 20 s for them.
+  // Eight processes of the CLI, one after another: on a loaded CI machine they can take more than 20 s.
   it('maps failures to exit codes 1, 2 and 3', { timeout: 60_000 }, async () => {
     const env = clientEnv(account);
     expect((await run(['receipts', '--after', 'forged.cursor'], env)).code).toBe(1);
@@ -319,7 +319,7 @@ describe('waybill deliveries', () => {
     expect(conflict.stderr).toContain('conflict');
   });
 
-  // Nineteen processes of the CLI: a loaded CI machine took longer than the default 20 s for them.
+  // Sixteen processes of the CLI: a loaded CI machine took longer than the default 20 s for them.
   it('maps failures to exit codes 1, 2 and 3', { timeout: 60_000 }, async () => {
     const env = adminEnv();
     const missing = await run(['deliveries', 'show', account.id, 'evt_00000000000000000000000000'], env);
