@@ -34,7 +34,7 @@ export async function prune(
   const run = new PruneRun(options);
   const before = cutoff.toISOString();
   await withClient(pool, async (client) => {
-    await run.batches(client, 'receipt events', DELETE_EVENTS, before);
+    await run.batches(client, 'receipt events and their deliveries', DELETE_EVENTS, before);
     await run.batches(client, 'carrier ids', DELETE_CARRIERS, before);
 
     for (const partition of await listPartitions(client)) {
